@@ -1,0 +1,246 @@
+"""Plain data that flows through a call: tool calls, errors, results and statistics.
+
+Everything here is a frozen or plain dataclass with no behaviour beyond conversions, so
+targets, sidecars, the caller and integrations can share it without importing each other.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+__all__ = [
+    "CallError",
+    "CallErrorKind",
+    "CallResult",
+    "CallStats",
+    "DecodeStats",
+    "ErrorDetail",
+    "RawCall",
+    "SidecarStats",
+    "SpeculationStats",
+    "ToolCall",
+    "ToolResult",
+    "new_call_id",
+]
+
+
+def new_call_id() -> str:
+    """A fresh id in OpenAI's shape (``call_`` + 24 hex characters)."""
+    return "call_" + uuid.uuid4().hex[:24]
+
+
+@dataclass(frozen=True)
+class RawCall:
+    """A call as the model wrote it, before validation.
+
+    ``arguments`` is the JSON text (or an already-decoded object, as black-box APIs and
+    parsers that decoded the whole call give it); ``raw`` is the source text when known.
+    """
+
+    name: str
+    arguments: str | dict[str, Any] | Any
+    id: str | None = None
+    raw: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A validated call: a known tool and arguments that satisfy its schema."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+    def arguments_json(self) -> str:
+        """Compact JSON of the arguments, as OpenAI's ``function.arguments`` carries them."""
+        return json.dumps(self.arguments, ensure_ascii=False, separators=(",", ":"))
+
+    def to_openai(self) -> dict[str, Any]:
+        """``{"id", "type": "function", "function": {"name", "arguments"}}``."""
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments_json()},
+        }
+
+
+class CallErrorKind(str, Enum):
+    """Why a model-produced call was rejected."""
+
+    UNKNOWN_TOOL = "unknown_tool"
+    MALFORMED_JSON = "malformed_json"
+    SCHEMA_VIOLATION = "schema_violation"
+    COERCION = "coercion"
+    MALFORMED_CALL = "malformed_call"
+
+
+@dataclass(frozen=True)
+class ErrorDetail:
+    """One problem inside a call's arguments, located by a JSON path (``$.items[2].qty``)."""
+
+    path: str
+    message: str
+
+
+@dataclass(frozen=True)
+class CallError:
+    """A call the model attempted that cannot be dispatched, and why.
+
+    ``message`` is written for the model: it is what a retry turn sends back.
+    """
+
+    kind: CallErrorKind
+    message: str
+    name: str | None = None
+    call_id: str | None = None
+    details: tuple[ErrorDetail, ...] = ()
+    raw: str | None = None
+
+    def to_message(self) -> dict[str, Any]:
+        """A ``tool`` message (when the call had an id) or a ``user`` retry message."""
+        if self.call_id is not None:
+            return {"role": "tool", "tool_call_id": self.call_id, "content": self.message}
+        return {"role": "user", "content": self.message}
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a dispatched call returned, or the error it ended with."""
+
+    call_id: str
+    name: str
+    value: Any = None
+    error: str | None = None
+    error_type: str | None = None
+    elapsed_s: float = 0.0
+    speculative: bool = False
+    """True when the result came from a speculative pre-execution that the target confirmed."""
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def content(self) -> str:
+        """The text a model sees as the tool's answer."""
+        if self.error is not None:
+            return f"Error: {self.error}"
+        if isinstance(self.value, str):
+            return self.value
+        try:
+            return json.dumps(self.value, ensure_ascii=False, default=str)
+        except (TypeError, ValueError):
+            return str(self.value)
+
+    def to_message(self) -> dict[str, Any]:
+        """``{"role": "tool", "tool_call_id", "content"}``."""
+        return {"role": "tool", "tool_call_id": self.call_id, "content": self.content()}
+
+
+@dataclass
+class DecodeStats:
+    """What the target did for one call (all times in seconds)."""
+
+    mode: str = "vanilla"
+    prompt_tokens: int = 0
+    prefill_tokens: int = 0
+    """Prompt tokens actually run through the model (less than ``prompt_tokens`` on prefix reuse)."""
+    new_tokens: int = 0
+    forward_passes: int = 0
+    """Target forward passes for this call, the prefill included."""
+    accepted_lengths: list[int] = field(default_factory=list)
+    """Tokens committed by each decode step (accepted draft tokens + the target's own token)."""
+    accepted_by_drafter: dict[str, int] = field(default_factory=dict)
+    """Accepted draft tokens by the drafter that proposed them."""
+    tree_nodes: list[int] = field(default_factory=list)
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    draft_s: float = 0.0
+    finish_reason: str = ""
+
+    @property
+    def decode_steps(self) -> int:
+        return len(self.accepted_lengths)
+
+    @property
+    def mean_accepted(self) -> float:
+        """Mean tokens committed per decode step (1.0 for plain greedy)."""
+        steps = self.accepted_lengths
+        return sum(steps) / len(steps) if steps else 0.0
+
+
+@dataclass
+class SidecarStats:
+    """What the sidecar did for one call."""
+
+    status: str = "off"
+    """``off`` | ``ok`` | ``error`` | ``timeout`` | ``garbage`` | ``late`` | ``cancelled``."""
+    latency_s: float | None = None
+    """From the request's arrival to the wave's last answer (None if it never finished)."""
+    function_arrival_step: int | None = None
+    """Target decode step at which the predicted function became visible to the drafter."""
+    slot_arrival_steps: dict[str, int] = field(default_factory=dict)
+    hint_tokens_accepted: int = 0
+    wait_s: float = 0.0
+    """Time the target spent waiting for the sidecar: ~0 by design."""
+    predicted: str | None = None
+    """The rendered hint text, when one was formed."""
+    dropped_slots: dict[str, str] = field(default_factory=dict)
+    """Slot values dropped as invalid, with the reason."""
+    error: str | None = None
+
+
+@dataclass
+class SpeculationStats:
+    """Speculative pre-execution of read-only tools for one call."""
+
+    started: int = 0
+    used: int = 0
+    discarded: int = 0
+    saved_s: float = 0.0
+
+
+@dataclass
+class CallStats:
+    """Timings and counters of one :meth:`FastToolCaller.call`, from the request's arrival."""
+
+    total_s: float = 0.0
+    generate_s: float = 0.0
+    validate_s: float = 0.0
+    dispatch_s: float = 0.0
+    decode: DecodeStats = field(default_factory=DecodeStats)
+    sidecar: SidecarStats = field(default_factory=SidecarStats)
+    speculation: SpeculationStats = field(default_factory=SpeculationStats)
+
+
+@dataclass
+class CallResult:
+    """The outcome of one model turn: validated calls, their results, rejected calls, text."""
+
+    calls: list[ToolCall] = field(default_factory=list)
+    results: list[ToolResult] = field(default_factory=list)
+    errors: list[CallError] = field(default_factory=list)
+    text: str = ""
+    """Assistant text outside the calls (the whole answer when the model did not call a tool)."""
+    raw_text: str = ""
+    """The model's complete output."""
+    stats: CallStats = field(default_factory=CallStats)
+
+    @property
+    def ok(self) -> bool:
+        """True when no call was rejected and every dispatched call succeeded."""
+        return not self.errors and all(r.ok for r in self.results)
+
+    def assistant_message(self) -> dict[str, Any]:
+        """The OpenAI-shaped assistant message for this turn (content + tool_calls)."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.text or None}
+        if self.calls:
+            message["tool_calls"] = [c.to_openai() for c in self.calls]
+        return message
+
+    def tool_messages(self) -> list[dict[str, Any]]:
+        """Tool messages for the results, in call order, then retry messages for errors."""
+        return [r.to_message() for r in self.results] + [e.to_message() for e in self.errors]

@@ -1,0 +1,72 @@
+"""The contract every call format implements (see ``hermes.py`` for the reference one)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ooo_agent.calls import CallError, RawCall
+from ooo_agent.sidecar.base import Hint
+
+__all__ = ["CallSkeleton", "ChatFormat", "ParseResult", "TextDraft"]
+
+ToolDict = Mapping[str, Any]
+"""An OpenAI tool dict: ``{"type": "function", "function": {"name", "description", "parameters"}}``."""
+
+
+@dataclass(frozen=True)
+class ParseResult:
+    """Calls found in a model's text, the text around them, and what could not be parsed."""
+
+    calls: list[RawCall] = field(default_factory=list)
+    text: str = ""
+    errors: list[CallError] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class TextDraft:
+    """A candidate continuation of the model's output, and where it came from."""
+
+    text: str
+    source: str
+    """``schema`` (deterministic skeleton) or ``hint`` (sidecar values)."""
+
+
+class CallSkeleton(ABC):
+    """The deterministic text around a call's slots, for one format and one set of tools."""
+
+    @abstractmethod
+    def continuations(self, generated: str, hint: Hint | None = None) -> list[TextDraft]:
+        """Likely continuations of ``generated`` (the model's output so far), best first."""
+
+
+class ChatFormat(ABC):
+    """How a model is prompted with tools and how it writes calls."""
+
+    name: str
+
+    @abstractmethod
+    def render_messages(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[ToolDict]
+    ) -> list[dict[str, Any]]:
+        """Chat messages ready for the tokenizer's chat template: tool schemas in the system
+        prompt, earlier assistant calls rendered as text, tool results as this format shows them."""
+
+    @abstractmethod
+    def render_calls(self, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+        """The exact text the model writes for these ``(name, arguments)`` calls."""
+
+    @abstractmethod
+    def parse(self, text: str) -> ParseResult:
+        """Every call in ``text``; whitespace, code fences and trailing text are tolerated."""
+
+    @abstractmethod
+    def skeleton(self, tools: Sequence[ToolDict]) -> CallSkeleton:
+        """The drafting skeleton for these tools."""
+
+    @property
+    @abstractmethod
+    def stop_strings(self) -> tuple[str, ...]:
+        """Text after which the model has finished its turn (besides EOS / end of turn)."""
