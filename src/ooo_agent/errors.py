@@ -14,12 +14,14 @@ Tree::
     ├── TargetError              a target model or endpoint failed (HTTP error, bad response)
     ├── SidecarError             a sidecar failed (only raised by sidecar APIs used directly)
     ├── ModelNotAvailableError   a preset / model file cannot be obtained
+    ├── DatasetError             a benchmark / training data set cannot be obtained or read
     └── RetryBudgetExceeded      an agent's per-tool retry budget ran out
 """
 
 from __future__ import annotations
 
 __all__ = [
+    "DatasetError",
     "FormatError",
     "ModelNotAvailableError",
     "OooAgentError",
@@ -60,6 +62,10 @@ class SidecarError(OooAgentError, RuntimeError):
 
 class ModelNotAvailableError(OooAgentError, RuntimeError):
     """A model preset or file cannot be obtained (offline, not installed, unknown name)."""
+
+
+class DatasetError(OooAgentError, RuntimeError):
+    """A benchmark or training data set cannot be obtained, or a file of one is malformed."""
 
 
 class RetryBudgetExceeded(OooAgentError, RuntimeError):
