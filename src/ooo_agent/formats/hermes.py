@@ -1,0 +1,194 @@
+"""Hermes-style tool calling, as Qwen2.5 / Qwen3 and many fine-tunes write it.
+
+Tools are listed as JSON lines inside ``<tools></tools>`` in the system prompt; the model
+answers with one ``<tool_call>`` block per call; tool results go back as
+``<tool_response>`` blocks in a user turn, so any plain chat template (ChatML) works.
+
+Example::
+
+    fmt = HermesFormat()
+    fmt.render_calls([("get_weather", {"city": "Paris"})])
+    # '<tool_call>\\n{"name": "get_weather", "arguments": {"city": "Paris"}}\\n</tool_call>'
+    fmt.parse(_).calls[0].name  # 'get_weather'
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ooo_agent.calls import CallError, CallErrorKind, RawCall
+from ooo_agent.formats._common import (
+    call_from_object,
+    content_text,
+    dump_json,
+    malformed_json,
+    message_calls,
+    plain_tools,
+    scan_json_calls,
+    strip_fence_lines,
+)
+from ooo_agent.formats.base import ChatFormat, ParseResult, ToolDict
+from ooo_agent.formats.skeleton import CallSyntax, SchemaSkeleton
+
+__all__ = ["HermesFormat"]
+
+_OPEN = "<tool_call>"
+_CLOSE = "</tool_call>"
+_EXAMPLE = '<tool_call>\n{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call>'
+
+_SYSTEM_HEAD = (
+    "# Tools\n\n"
+    "You may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n"
+    "<tools>\n"
+)
+_SYSTEM_TAIL = (
+    "\n</tools>\n\n"
+    "For each function call, return a json object with function name and arguments within "
+    "<tool_call></tool_call> XML tags:\n" + _EXAMPLE
+)
+
+# A block runs to its closing tag, or to the next opening tag / the end when unterminated
+# (the model ran out of tokens or was stopped at the closing tag).
+_BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.DOTALL)
+
+SYNTAX = CallSyntax(
+    prefix='<tool_call>\n{"name": "',
+    prefix_re=re.compile(r'<tool_call>\s*\{\s*"name"\s*:\s*"'),
+    after_name=', "arguments": ',
+    after_name_re=re.compile(r'\s*,\s*"(?:arguments|parameters)"\s*:\s*\{'),
+    suffix="}\n</tool_call>",
+    suffix_re=re.compile(r"\s*\}\s*</tool_call>"),
+    separator="\n",
+    anchor=_OPEN,
+)
+
+
+class HermesFormat(ChatFormat):
+    """``<tool_call>`` JSON blocks (Hermes, Qwen2.5, Qwen3)."""
+
+    name = "hermes"
+
+    # -- rendering -------------------------------------------------------------------
+    def system_prompt(self, tools: Sequence[ToolDict]) -> str:
+        """The tool section of the system prompt (empty without tools)."""
+        if not tools:
+            return ""
+        lines = "\n".join(dump_json(t) for t in plain_tools(tools))
+        return _SYSTEM_HEAD + lines + _SYSTEM_TAIL
+
+    def render_messages(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[ToolDict]
+    ) -> list[dict[str, Any]]:
+        """Messages for a plain chat template: tools appended to the system message (after a
+        blank line), assistant calls as ``<tool_call>`` text, tool results as user turns."""
+        out: list[dict[str, Any]] = []
+        for message in messages:
+            role = message.get("role")
+            if role == "tool":
+                block = f"<tool_response>\n{content_text(message.get('content'))}\n</tool_response>"
+                if out and out[-1].get("_tool_turn"):
+                    out[-1]["content"] += "\n" + block
+                else:
+                    out.append({"role": "user", "content": block, "_tool_turn": True})
+            elif role == "assistant" and message.get("tool_calls"):
+                text = content_text(message.get("content"))
+                calls = self._render_call_texts(message_calls(message))
+                out.append({"role": "assistant", "content": (text + "\n" if text else "") + calls})
+            else:
+                out.append({"role": role, "content": content_text(message.get("content"))})
+        for message in out:
+            message.pop("_tool_turn", None)
+        tool_text = self.system_prompt(tools)
+        if tool_text:
+            if out and out[0]["role"] in ("system", "developer"):
+                own = out[0]["content"]
+                out[0] = {
+                    "role": "system",
+                    "content": own + "\n\n" + tool_text if own else tool_text,
+                }
+            else:
+                out.insert(0, {"role": "system", "content": tool_text})
+        return out
+
+    def render_calls(self, calls: Sequence[tuple[str, Mapping[str, Any]]]) -> str:
+        """``<tool_call>\\n{"name": NAME, "arguments": ARGS}\\n</tool_call>`` per call, ``\\n``-joined."""
+        return self._render_call_texts(calls)
+
+    def _render_call_texts(self, calls: Sequence[tuple[str, Any]]) -> str:
+        blocks = []
+        for name, args in calls:
+            # Arguments that were never valid JSON are shown as written.
+            args_text = args if isinstance(args, str) else dump_json(args)
+            blocks.append(
+                f'{_OPEN}\n{{"name": {dump_json(name)}, "arguments": {args_text}}}\n{_CLOSE}'
+            )
+        return "\n".join(blocks)
+
+    # -- parsing ---------------------------------------------------------------------
+    def parse(self, text: str) -> ParseResult:
+        """Every ``<tool_call>`` block in ``text``; bare JSON calls when there is no block."""
+        if _OPEN not in text:
+            scan = scan_json_calls(text, _EXAMPLE)
+            text_only = "".join(scan.outside)
+            if scan.calls or scan.errors:
+                text_only = strip_fence_lines(text_only)
+            return ParseResult(scan.calls, text_only.strip(), scan.errors)
+        calls: list[RawCall] = []
+        errors: list[CallError] = []
+        outside: list[str] = []
+        pos = 0
+        for match in _BLOCK.finditer(text):
+            outside.append(text[pos : match.start()])
+            pos = match.end()
+            self._parse_block(match.group(1), match.group(0), calls, errors)
+        outside.append(text[pos:])
+        rest = "".join(outside).replace(_CLOSE, "")
+        return ParseResult(calls, strip_fence_lines(rest).strip(), errors)
+
+    @staticmethod
+    def _parse_block(body: str, raw: str, calls: list[RawCall], errors: list[CallError]) -> None:
+        body = strip_fence_lines(body).strip()
+        if not body:
+            errors.append(
+                CallError(
+                    CallErrorKind.MALFORMED_CALL,
+                    f"The tool call is empty. Write it as {_EXAMPLE}.",
+                    raw=raw,
+                )
+            )
+            return
+        try:
+            obj = json.loads(body)
+        except (RecursionError, ValueError) as exc:
+            errors.append(malformed_json(raw, exc, _EXAMPLE))
+            return
+        items = obj if isinstance(obj, list) and obj else [obj]
+        for item in items:
+            if not isinstance(item, dict):
+                errors.append(
+                    CallError(
+                        CallErrorKind.MALFORMED_CALL,
+                        f"A tool call must be a JSON object. Write it as {_EXAMPLE}.",
+                        raw=raw,
+                    )
+                )
+                continue
+            result = call_from_object(item, raw, _EXAMPLE)
+            if isinstance(result, RawCall):
+                calls.append(result)
+            else:
+                errors.append(result)
+
+    # -- decoding support ------------------------------------------------------------
+    def skeleton(self, tools: Sequence[ToolDict]) -> SchemaSkeleton:
+        """The drafting skeleton of ``<tool_call>`` blocks for these tools."""
+        return SchemaSkeleton(SYNTAX, plain_tools(tools))
+
+    @property
+    def stop_strings(self) -> tuple[str, ...]:
+        """None beyond end of turn: several calls may follow each other."""
+        return ()

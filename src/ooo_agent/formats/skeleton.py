@@ -1,0 +1,473 @@
+"""The drafting skeleton: likely continuations of a partly written call, from the schema
+and (when one has arrived) the sidecar's hint.
+
+Every format here writes a call as ``PREFIX NAME AFTER_NAME {ARGS} SUFFIX`` with JSON
+inside (Hermes: ``<tool_call>\\n{"name": "`` … ``", "arguments": `` … ``}\\n</tool_call>``).
+:class:`SchemaSkeleton` finds the current call in the output so far, runs a small
+string-aware state machine over it and stops at the last *boundary* it passed: the start of
+the name, the end of the name, the opening of the arguments, the end of a key, the end of a
+value, the end of the arguments, or the end of the call. From a boundary the rest of the call
+has a few canonical spellings (the candidates); the text typed since the boundary selects
+those it is a prefix of, and what remains of each is a draft.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ooo_agent.formats._common import dump_json, function_of
+from ooo_agent.formats.base import CallSkeleton, TextDraft, ToolDict
+from ooo_agent.sidecar.base import Hint
+
+__all__ = ["CallSyntax", "SchemaSkeleton"]
+
+# A JSON string body (escape aware); the closing quote is checked by the caller.
+_STRING_BODY = re.compile(r'(?:[^"\\]|\\.)*', re.DOTALL)
+# A JSON scalar (number, true, false, null) runs until one of these.
+_SCALAR = re.compile(r"[^,}\]\s]*")
+_WS = re.compile(r"\s*")
+
+# Boundaries (see the module docstring).
+_NAME_START = "name_start"
+_NAME_DONE = "name_done"
+_OBJ_OPEN = "obj_open"
+_KEY_DONE = "key_done"
+_AFTER_VALUE = "after_value"
+_ARGS_DONE = "args_done"
+_CALL_DONE = "call_done"
+
+
+@dataclass(frozen=True)
+class CallSyntax:
+    """The fixed text of one format's calls, canonical and tolerant.
+
+    ``prefix`` ends just inside the name's opening quote; ``after_name`` runs from the name's
+    closing quote to the arguments' ``{`` (exclusive); ``suffix`` follows the arguments' ``}``.
+    The ``*_re`` patterns accept the whitespace variations models write.
+    """
+
+    prefix: str
+    prefix_re: re.Pattern[str]
+    after_name: str
+    after_name_re: re.Pattern[str]
+    suffix: str
+    suffix_re: re.Pattern[str]
+    separator: str
+    anchor: str | None = None
+    """Literal that starts every call (``<tool_call>``); ``None``: find calls by JSON depth."""
+
+
+@dataclass(frozen=True)
+class _ToolShape:
+    """What the skeleton needs of one tool, computed once."""
+
+    name: str
+    name_json: str
+    keys: tuple[str, ...]
+    key_json: Mapping[str, str]
+    string_keys: frozenset[str]
+    required: frozenset[str]
+    value_drafts: Mapping[str, tuple[str, ...]]
+    open_schema: bool
+
+
+@dataclass
+class _State:
+    """Where the scan of the current call stopped."""
+
+    boundary: str
+    at: int
+    """Index in the call body where the text typed since the boundary starts."""
+    tool: _ToolShape | None = None
+    used: list[str] = field(default_factory=list)
+    key: str | None = None
+    in_scalar: bool = False
+    end: int = -1
+
+
+def _is_string_schema(schema: Any) -> bool:
+    if not isinstance(schema, Mapping):
+        return False
+    if schema.get("type") == "string":
+        return True
+    enum = schema.get("enum")
+    if "type" not in schema and isinstance(enum, list) and enum:
+        return all(isinstance(e, str) for e in enum)
+    return "type" not in schema and isinstance(schema.get("const"), str)
+
+
+def _value_drafts(schema: Any) -> tuple[str, ...]:
+    """Whole values worth drafting for a parameter: its enum, its const, or a boolean."""
+    if not isinstance(schema, Mapping):
+        return ()
+    if isinstance(schema.get("enum"), list):
+        return tuple(dump_json(e) for e in schema["enum"])
+    if "const" in schema:
+        return (dump_json(schema["const"]),)
+    if schema.get("type") == "boolean":
+        return ("true", "false")
+    return ()
+
+
+def _shape(tool: ToolDict) -> _ToolShape:
+    fn = function_of(tool)
+    params = fn.get("parameters") or {}
+    props = params.get("properties") if isinstance(params, Mapping) else None
+    props = props if isinstance(props, Mapping) else {}
+    required = params.get("required", []) if isinstance(params, Mapping) else []
+    keys = tuple(str(k) for k in props)
+    return _ToolShape(
+        name=fn["name"],
+        name_json=dump_json(fn["name"])[1:-1],
+        keys=keys,
+        key_json={k: dump_json(k) for k in keys},
+        string_keys=frozenset(k for k in keys if _is_string_schema(props[k])),
+        required=frozenset(str(r) for r in required if isinstance(r, str)),
+        value_drafts={k: _value_drafts(props[k]) for k in keys},
+        open_schema=not keys and not (isinstance(params, Mapping) and "properties" in params),
+    )
+
+
+def _decode_string(body: str) -> str | None:
+    try:
+        value = json.loads('"' + body + '"')
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _string_end(text: str, start: int) -> int:
+    """Index after the closing quote of the string whose body starts at ``start``, or -1."""
+    end = _STRING_BODY.match(text, start).end()  # type: ignore[union-attr]
+    return end + 1 if end < len(text) and text[end] == '"' else -1
+
+
+def _nested_end(text: str, start: int) -> int:
+    """Index after the bracket closing the object/array opened at ``start``, or -1."""
+    depth = 0
+    i, n = start, len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            i = _string_end(text, i + 1)
+            if i < 0:
+                return -1
+            continue
+        if c in "{[":
+            depth += 1
+        elif c in "}]":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    return -1
+
+
+@dataclass
+class _TopLevelScan:
+    """Resumable scan for where bare-JSON calls start (objects at depth 0, or inside a
+    top-level list), so a ``{"name": ...`` nested in an argument is never taken for a call."""
+
+    text: str = ""
+    stack: list[str] = field(default_factory=list)
+    in_string: bool = False
+    escape: bool = False
+    starts: list[int] = field(default_factory=list)
+
+    def feed(self, text: str) -> None:
+        begin = len(self.text)
+        self.text = text
+        stack = self.stack
+        for i in range(begin, len(text)):
+            c = text[i]
+            if self.in_string:
+                if self.escape:
+                    self.escape = False
+                elif c == "\\":
+                    self.escape = True
+                elif c == '"':
+                    self.in_string = False
+            elif c == '"':
+                # Quotes in prose around the calls are not JSON strings.
+                self.in_string = bool(stack)
+            elif c in "{[":
+                if c == "{" and (not stack or stack == ["["]):
+                    self.starts.append(i)
+                stack.append(c)
+            elif c in "}]" and stack:
+                stack.pop()
+
+
+class SchemaSkeleton(CallSkeleton):
+    """:class:`CallSkeleton` for formats that write calls as ``PREFIX NAME … {ARGS} SUFFIX``.
+
+    Example::
+
+        skel = HermesFormat().skeleton(tools)
+        skel.continuations('<tool_call>\\n{"name": "get_w')
+        # [TextDraft('eather", "arguments": {"', 'schema')]
+    """
+
+    def __init__(self, syntax: CallSyntax, tools: Sequence[ToolDict]) -> None:
+        self.syntax = syntax
+        self._tools: dict[str, _ToolShape] = {}
+        for tool in tools:
+            shape = _shape(tool)
+            self._tools.setdefault(shape.name, shape)
+        self._hint_cache: tuple[Hint, dict[str, str]] | None = None
+        self._top = _TopLevelScan()
+
+    # -- public ------------------------------------------------------------------------
+    def continuations(self, generated: str, hint: Hint | None = None) -> list[TextDraft]:
+        """Likely continuations of ``generated``, best first (hint drafts before schema)."""
+        hinted = self._hinted(hint)
+        start = self._call_start(generated)
+        if start < 0:
+            return self._outside(generated, first=True, hinted=hinted)
+        body = generated[start:]
+        state = self._scan(body)
+        if state is None:
+            return []
+        if state.boundary == _CALL_DONE:
+            # The hint describes one call, and the target has written one.
+            return self._outside(body[state.end :], first=False, hinted={})
+        typed = body[state.at :]
+        return _select(self._candidates(state, hinted, typed), typed)
+
+    # -- locating the current call -----------------------------------------------------
+    def _call_start(self, generated: str) -> int:
+        """Index just after the prefix of the last call started in ``generated``, or -1."""
+        syntax = self.syntax
+        if syntax.anchor is not None:
+            at = generated.rfind(syntax.anchor)
+            while at >= 0:
+                match = syntax.prefix_re.match(generated, at)
+                if match:
+                    return match.end()
+                at = generated.rfind(syntax.anchor, 0, at)
+            return -1
+        top = self._top
+        if not generated.startswith(top.text):
+            top = self._top = _TopLevelScan()
+        top.feed(generated)
+        for at in reversed(top.starts):
+            match = syntax.prefix_re.match(generated, at)
+            if match:
+                return match.end()
+        return -1
+
+    # -- the state machine over one call -----------------------------------------------
+    def _scan(self, body: str) -> _State | None:
+        """Scan a call body (the text after its prefix); ``None`` when it left the skeleton."""
+        name_end = _string_end(body, 0)
+        if name_end < 0:
+            return _State(_NAME_START, 0)
+        name = _decode_string(body[: name_end - 1])
+        if name is None:
+            return None
+        tool = self._tools.get(name)
+        opened = self.syntax.after_name_re.match(body, name_end)
+        if opened is None:
+            return _State(_NAME_DONE, name_end, tool)
+        if tool is None:
+            return None
+        return self._scan_args(body, opened.end(), tool)
+
+    def _scan_args(self, body: str, i: int, tool: _ToolShape) -> _State | None:
+        state = _State(_OBJ_OPEN, i, tool)
+        expect = "key_or_close"  # key_or_close | key | colon | value | comma_or_close
+        n = len(body)
+        while True:
+            i = _WS.match(body, i).end()  # type: ignore[union-attr]
+            if i >= n:
+                return state
+            c = body[i]
+            if expect in ("key_or_close", "key") and c == '"':
+                end = _string_end(body, i + 1)
+                if end < 0:
+                    return state  # inside a key: the boundary before it selects
+                key = _decode_string(body[i + 1 : end - 1])
+                if key is None:
+                    return None
+                state = _State(_KEY_DONE, end, tool, [*state.used, key], key)
+                expect, i = "colon", end
+            elif expect == "colon" and c == ":":
+                expect, i = "value", i + 1
+            elif expect == "value":
+                if c == '"':
+                    end = _string_end(body, i + 1)
+                elif c in "{[":
+                    end = _nested_end(body, i)
+                else:
+                    end = _SCALAR.match(body, i).end()  # type: ignore[union-attr]
+                    if end == i:
+                        return None
+                    if end == n:
+                        state.in_scalar = True
+                        return state
+                if end < 0:
+                    return state  # inside a value
+                state = _State(_AFTER_VALUE, end, tool, state.used)
+                expect, i = "comma_or_close", end
+            elif expect == "comma_or_close" and c == ",":
+                expect, i = "key", i + 1
+            elif expect in ("key_or_close", "comma_or_close") and c == "}":
+                return self._scan_suffix(body, i + 1, state)
+            else:
+                return None
+
+    def _scan_suffix(self, body: str, i: int, state: _State) -> _State | None:
+        done = self.syntax.suffix_re.match(body, i)
+        if done:
+            return _State(_CALL_DONE, done.end(), state.tool, state.used, end=done.end())
+        if self.syntax.suffix.startswith(body[i:]):
+            return _State(_ARGS_DONE, i, state.tool, state.used)
+        return None
+
+    # -- candidates at each boundary ---------------------------------------------------
+    def _hinted(self, hint: Hint | None) -> dict[str, str]:
+        """The hint as ``{"": function, key: rendered value}``, cached per hint object."""
+        if hint is None or hint.function is None or hint.function not in self._tools:
+            return {}
+        cached = self._hint_cache
+        if cached is not None and cached[0] is hint:
+            return cached[1]
+        tool = self._tools[hint.function]
+        rendered: dict[str, str] = {"": hint.function}
+        for key, value in hint.slots.items():
+            if key in tool.key_json or tool.open_schema:
+                try:
+                    rendered[key] = json.dumps(value, ensure_ascii=False)
+                except (TypeError, ValueError):
+                    continue  # a value the target could not have written
+        self._hint_cache = (hint, rendered)
+        return rendered
+
+    def _hint_rest(self, tool: _ToolShape, hinted: dict[str, str], used: Sequence[str]) -> str:
+        """The hinted keys not yet written, in schema order, then the call's closing text."""
+        order = tool.keys if not tool.open_schema else tuple(k for k in hinted if k)
+        parts = [f"{dump_json(k)}: {hinted[k]}" for k in order if k in hinted and k not in used]
+        return ", ".join(parts) + "}" + self.syntax.suffix
+
+    def _opening(self, tool: _ToolShape) -> str:
+        """From the name's closing quote up to the first key (or the end, with no keys)."""
+        head = '"' + self.syntax.after_name + "{"
+        if tool.keys or tool.open_schema:
+            return head + '"'
+        return head + "}" + self.syntax.suffix
+
+    def _after_name_candidates(self, hinted: dict[str, str]) -> list[TextDraft]:
+        """Candidates from the name's opening quote: the hinted call, then every tool."""
+        out: list[TextDraft] = []
+        function = hinted.get("")
+        if function is not None:
+            tool = self._tools[function]
+            if len(hinted) > 1 or not tool.keys:
+                rest = '"' + self.syntax.after_name + "{" + self._hint_rest(tool, hinted, ())
+            else:
+                rest = self._opening(tool)
+            out.append(TextDraft(tool.name_json + rest, "hint"))
+        out.extend(
+            TextDraft(t.name_json + self._opening(t), "schema") for t in self._tools.values()
+        )
+        return out
+
+    def _key_candidates(self, tool: _ToolShape, used: Sequence[str], lead: str) -> list[str]:
+        keys = [k for k in tool.keys if k not in used]
+        keys.sort(key=lambda k: k not in tool.required)  # stable: required first
+        return [
+            f"{lead}{tool.key_json[k]}: {chr(34) if k in tool.string_keys else ''}" for k in keys
+        ]
+
+    def _candidates(self, state: _State, hinted: dict[str, str], typed: str) -> list[TextDraft]:
+        tool = state.tool
+        if state.boundary == _NAME_START:
+            return self._after_name_candidates(hinted)
+        if tool is None:
+            return [TextDraft('"' + self.syntax.after_name + '{"', "schema")]
+        use_hint = hinted.get("") == tool.name
+        close = "}" + self.syntax.suffix
+        out: list[TextDraft] = []
+        if state.boundary == _NAME_DONE:
+            head = self.syntax.after_name + "{"
+            if use_hint and len(hinted) > 1:
+                out.append(TextDraft(head + self._hint_rest(tool, hinted, ()), "hint"))
+            out.extend(TextDraft(head + k, "schema") for k in self._key_candidates(tool, (), ""))
+            if not tool.required:
+                out.append(TextDraft(head + close, "schema"))
+        elif state.boundary == _OBJ_OPEN:
+            if use_hint and len(hinted) > 1:
+                out.append(TextDraft(self._hint_rest(tool, hinted, ()), "hint"))
+            out.extend(TextDraft(k, "schema") for k in self._key_candidates(tool, (), ""))
+            if not tool.required:
+                out.append(TextDraft(close, "schema"))
+        elif state.boundary == _KEY_DONE:
+            key = state.key or ""
+            if use_hint and key in hinted:
+                rest = self._hint_rest(tool, hinted, state.used)
+                sep = "" if rest.startswith("}") else ", "
+                out.append(TextDraft(f": {hinted[key]}{sep}{rest}", "hint"))
+            out.extend(TextDraft(": " + v, "schema") for v in tool.value_drafts.get(key, ()))
+            out.append(TextDraft(": " + ('"' if key in tool.string_keys else ""), "schema"))
+            if state.in_scalar:
+                # The number may be complete: offer what follows a value after it.
+                out.extend(
+                    TextDraft(typed + d.text, d.source)
+                    for d in self._after_value(tool, state.used, hinted, use_hint)
+                )
+        elif state.boundary == _AFTER_VALUE:
+            out.extend(self._after_value(tool, state.used, hinted, use_hint))
+        elif state.boundary == _ARGS_DONE:
+            out.append(TextDraft(self.syntax.suffix, "schema"))
+        return out
+
+    def _after_value(
+        self, tool: _ToolShape, used: Sequence[str], hinted: dict[str, str], use_hint: bool
+    ) -> list[TextDraft]:
+        out: list[TextDraft] = []
+        close = "}" + self.syntax.suffix
+        if use_hint:
+            rest = self._hint_rest(tool, hinted, used)
+            out.append(TextDraft(rest if rest.startswith("}") else ", " + rest, "hint"))
+        keys = [TextDraft(k, "schema") for k in self._key_candidates(tool, used, ", ")]
+        missing_required = any(k in tool.required and k not in used for k in tool.keys)
+        closing = [TextDraft(close, "schema")]
+        out.extend(keys + closing if missing_required else closing + keys)
+        return out
+
+    def _outside(self, text: str, *, first: bool, hinted: dict[str, str]) -> list[TextDraft]:
+        """Drafts between calls: the next call's prefix (+ name), when one may start here."""
+        if not self._tools:
+            return []
+        lead = self.syntax.prefix if first else self.syntax.separator + self.syntax.prefix
+        typed = _partial_suffix(text, lead)
+        if not typed and text and not text[-1].isspace():
+            return []  # mid-sentence: a call does not start here
+        heads = self._after_name_candidates(hinted)
+        return _select([TextDraft(lead + d.text, d.source) for d in heads], typed)
+
+
+def _partial_suffix(text: str, lead: str) -> str:
+    """The longest end of ``text`` that is a proper beginning of ``lead``."""
+    for k in range(min(len(lead) - 1, len(text)), 0, -1):
+        if text.endswith(lead[:k]):
+            return lead[:k]
+    return ""
+
+
+def _select(candidates: list[TextDraft], typed: str) -> list[TextDraft]:
+    """What remains of each candidate that ``typed`` begins, without duplicates or empties."""
+    seen: set[str] = set()
+    out: list[TextDraft] = []
+    n = len(typed)
+    for cand in candidates:
+        if len(cand.text) > n and cand.text.startswith(typed):
+            rest = cand.text[n:]
+            if rest not in seen:
+                seen.add(rest)
+                out.append(TextDraft(rest, cand.source))
+    return out

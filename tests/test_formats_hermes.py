@@ -1,0 +1,160 @@
+"""HermesFormat: exact prompt text, call rendering, parsing of well- and ill-formed output."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ooo_agent.calls import CallErrorKind
+from ooo_agent.formats.hermes import HermesFormat
+
+WEATHER: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+            "required": ["city"],
+        },
+    },
+}
+TIME: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "Local time. ünïcode",
+        "parameters": {"type": "object", "properties": {"tz": {"type": "string"}}},
+    },
+}
+
+EXPECTED_SYSTEM = (
+    "# Tools\n\n"
+    "You may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n"
+    "<tools>\n"
+    + json.dumps(WEATHER, ensure_ascii=False)
+    + "\n"
+    + json.dumps(TIME, ensure_ascii=False)
+    + "\n</tools>\n\n"
+    "For each function call, return a json object with function name and arguments within "
+    "<tool_call></tool_call> XML tags:\n"
+    "<tool_call>\n"
+    '{"name": <function-name>, "arguments": <args-json-object>}\n'
+    "</tool_call>"
+)
+
+fmt = HermesFormat()
+
+
+def test_system_prompt_is_exact_and_follows_users_own() -> None:
+    msgs = fmt.render_messages(
+        [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}],
+        [WEATHER, TIME],
+    )
+    assert msgs[0] == {"role": "system", "content": "Be brief.\n\n" + EXPECTED_SYSTEM}
+    assert msgs[1] == {"role": "user", "content": "hi"}
+
+
+def test_system_prompt_inserted_when_absent_and_omitted_without_tools() -> None:
+    msgs = fmt.render_messages([{"role": "user", "content": "hi"}], [WEATHER, TIME])
+    assert msgs == [
+        {"role": "system", "content": EXPECTED_SYSTEM},
+        {"role": "user", "content": "hi"},
+    ]
+    assert fmt.render_messages([{"role": "user", "content": "hi"}], []) == [
+        {"role": "user", "content": "hi"}
+    ]
+
+
+def test_render_calls_exact_text() -> None:
+    one = fmt.render_calls([("get_weather", {"city": "Zürich", "days": 2})])
+    assert one == (
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Zürich", "days": 2}}\n'
+        "</tool_call>"
+    )
+    two = fmt.render_calls([("get_weather", {"city": "A"}), ("get_time", {})])
+    assert two == (
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "A"}}\n</tool_call>\n'
+        '<tool_call>\n{"name": "get_time", "arguments": {}}\n</tool_call>'
+    )
+
+
+def test_history_assistant_calls_and_merged_tool_results() -> None:
+    history = [
+        {"role": "user", "content": "weather and time?"},
+        {
+            "role": "assistant",
+            "content": "Checking.",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+                },
+                {"id": "c2", "type": "function", "function": {"name": "get_time", "arguments": ""}},
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+        {"role": "tool", "tool_call_id": "c2", "content": [{"type": "text", "text": "12:00"}]},
+        {"role": "assistant", "content": "Sunny, noon."},
+    ]
+    msgs = fmt.render_messages(history, [])
+    assert msgs[1] == {
+        "role": "assistant",
+        "content": "Checking.\n"
+        + fmt.render_calls([("get_weather", {"city": "Paris"}), ("get_time", {})]),
+    }
+    assert msgs[2] == {
+        "role": "user",
+        "content": "<tool_response>\nsunny\n</tool_response>\n<tool_response>\n12:00\n</tool_response>",
+    }
+    assert msgs[3] == {"role": "assistant", "content": "Sunny, noon."}
+    assert len(msgs) == 4
+
+
+def test_parse_calls_with_text_around_and_fences() -> None:
+    text = (
+        "Let me look.\n<tool_call>\n```json\n"
+        '{"name": "get_weather", "arguments": {"city": "Paris"}}\n```\n</tool_call>\n'
+        '<tool_call>{"name": "get_time", "parameters": {"tz": "UTC"}}</tool_call>\nDone.'
+    )
+    result = fmt.parse(text)
+    assert [(c.name, c.arguments) for c in result.calls] == [
+        ("get_weather", {"city": "Paris"}),
+        ("get_time", {"tz": "UTC"}),
+    ]
+    assert result.text == "Let me look.\n\n\nDone."
+    assert result.errors == []
+
+
+def test_parse_unterminated_block_and_bare_json_fallback() -> None:
+    cut = fmt.parse('<tool_call>\n{"name": "get_time", "arguments": {"tz": "UTC"}}')
+    assert [c.name for c in cut.calls] == ["get_time"]
+    bare = fmt.parse('{"name": "get_time", "arguments": {}}')
+    assert [c.name for c in bare.calls] == ["get_time"] and bare.text == ""
+
+
+def test_parse_errors_are_values_with_model_facing_messages() -> None:
+    bad_json = fmt.parse(
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": }\n</tool_call>'
+    )
+    assert bad_json.calls == []
+    [err] = bad_json.errors
+    assert err.kind is CallErrorKind.MALFORMED_JSON
+    assert "<tool_call>" in err.message and err.raw is not None and "city" in err.raw
+
+    no_name = fmt.parse('<tool_call>\n{"arguments": {}}\n</tool_call>')
+    assert [e.kind for e in no_name.errors] == [CallErrorKind.MALFORMED_CALL]
+    flat = fmt.parse('<tool_call>{"name": "get_weather", "city": "Paris"}</tool_call>')
+    assert [e.kind for e in flat.errors] == [CallErrorKind.MALFORMED_CALL]
+    assert "city" in flat.errors[0].message
+    empty = fmt.parse("<tool_call></tool_call>")
+    assert [e.kind for e in empty.errors] == [CallErrorKind.MALFORMED_CALL]
+
+
+def test_plain_text_is_text() -> None:
+    result = fmt.parse("The weather is {nice} today.")
+    assert result.calls == [] and result.errors == []
+    assert result.text == "The weather is {nice} today."
