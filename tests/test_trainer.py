@@ -1,0 +1,231 @@
+"""LoRA trainer mechanics on a tiny random Llama and a byte-level tokenizer (fast, CPU)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("peft")
+transformers = pytest.importorskip("transformers")
+
+from ooo_agent.train import TrainConfig, read_rows, train_lora  # noqa: E402
+from ooo_agent.train._batches import IGNORE_INDEX, plan_epoch, tokenize_rows  # noqa: E402
+from ooo_agent.train.trainer import _collate  # noqa: E402
+
+EOS = 3  # the byte tokenizer's end-of-turn id
+
+
+class ByteTokenizer:
+    """Bytes + 4 as ids; ``<eot>`` is one special id. Enough for the trainer's needs."""
+
+    pad_token_id = 0
+    eos_token_id = EOS
+
+    def __call__(self, text: str, add_special_tokens: bool = False) -> dict[str, list[int]]:
+        ids: list[int] = []
+        for part in text.split("<eot>"):
+            ids.extend(b + 4 for b in part.encode("utf-8"))
+            ids.append(EOS)
+        return {"input_ids": ids[:-1]}
+
+
+def tiny_model(seed: int = 0) -> Any:
+    torch.manual_seed(seed)
+    config = transformers.LlamaConfig(
+        vocab_size=260,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=EOS,
+        tie_word_embeddings=True,
+        initializer_range=0.3,  # big enough random logits for a small LoRA to move them
+    )
+    return transformers.LlamaForCausalLM(config).eval()
+
+
+def toy_rows(n: int = 12) -> list[dict[str, str]]:
+    colours = ["red", "blue", "green", "black"]
+    return [
+        {"prompt": f"Q{i}: colour of item {i}?\nA: ", "completion": f"{colours[i % 4]}<eot>"}
+        for i in range(n)
+    ]
+
+
+def config(tmp_path: Path, **overrides: Any) -> TrainConfig:
+    base: dict[str, Any] = {
+        "out_dir": tmp_path / "adapter",
+        "r": 4,
+        "alpha": 8,
+        "dropout": 0.1,
+        "lr": 3e-2,
+        "epochs": 3,
+        "batch_size": 2,
+        "grad_accum": 2,
+        "max_len": 64,
+        "progress": False,
+        "log_every": 1000,
+        "seed": 7,
+        "save_dtype": "float32",
+    }
+    base.update(overrides)
+    return TrainConfig(**base)
+
+
+def lora_weights(model: Any) -> dict[str, Any]:
+    return {n: p.detach().clone() for n, p in model.named_parameters() if "lora_" in n}
+
+
+def test_prompt_tokens_are_masked() -> None:
+    tok = ByteTokenizer()
+    rows = [
+        {"prompt": "abc", "completion": "xy<eot>"},
+        {"prompt": "hello ", "completion": "z<eot>"},
+    ]
+    examples, skipped = tokenize_rows(rows, tok, max_len=64)
+    assert skipped == 0
+    assert examples[0].prompt_len == 3 and examples[0].completion_len == 3
+    ids, attention, labels = _collate(examples, pad_id=0, device=torch.device("cpu"))
+    # row 0: 3 prompt tokens masked, then x, y, <eot>; the padding of row 0 is masked too
+    assert (
+        labels[0].tolist()
+        == [IGNORE_INDEX] * 3 + [ord("x") + 4, ord("y") + 4, EOS] + [IGNORE_INDEX] * 2
+    )
+    assert labels[1].tolist() == [IGNORE_INDEX] * 6 + [ord("z") + 4, EOS]
+    assert attention[0].tolist() == [1] * 6 + [0, 0]
+    assert ids[0, 6:].tolist() == [0, 0]
+
+
+def test_too_long_rows_are_skipped_and_bad_rows_rejected() -> None:
+    tok = ByteTokenizer()
+    rows = [{"prompt": "x" * 70, "completion": "y<eot>"}, {"prompt": "a", "completion": "b"}]
+    examples, skipped = tokenize_rows(rows, tok, max_len=64)
+    assert skipped == 1 and len(examples) == 1
+    with pytest.raises(ValueError, match="row 0"):
+        tokenize_rows([{"prompt": "a"}], tok, max_len=64)
+    with pytest.raises(ValueError, match="empty"):
+        tokenize_rows([{"prompt": "a", "completion": ""}], tok, max_len=64)
+
+
+def test_read_rows_reports_the_bad_line(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_text(json.dumps({"prompt": "p", "completion": "c"}) + "\n\n{oops\n")
+    with pytest.raises(ValueError, match=r"rows.jsonl:3"):
+        read_rows(path)
+    path.write_text(json.dumps({"prompt": "p", "completion": "c"}) + "\n")
+    assert read_rows(path) == [{"prompt": "p", "completion": "c"}]
+
+
+def test_length_grouped_plan_covers_every_example_once() -> None:
+    lengths = [5, 50, 6, 49, 7, 48, 8, 47, 9]
+    batches = plan_epoch(lengths, batch_size=2, seed=1, epoch=0, group_by_length=True)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    # grouped: the long examples never share a batch with the short ones (one window here)
+    for batch in batches:
+        spread = max(lengths[i] for i in batch) - min(lengths[i] for i in batch)
+        assert spread <= 2 or len(batch) == 1 or {lengths[i] for i in batch} == {9, 47}
+    assert batches == plan_epoch(lengths, 2, 1, 0, True)  # deterministic
+    assert batches != plan_epoch(lengths, 2, 1, 1, True)  # reshuffled per epoch
+
+
+def test_loss_decreases_and_adapter_reloads_identically(tmp_path: Path) -> None:
+    from peft import PeftModel
+
+    rows, eval_rows = toy_rows(12), toy_rows(16)[12:]
+    cfg = config(
+        tmp_path, epochs=6, eval_every=3, save_dtype="float16", command="ooo-agent train x"
+    )
+    model = tiny_model()
+    report = train_lora(cfg, model, ByteTokenizer(), rows, eval_rows)
+    first, last = report.train_history[0][1], report.train_history[-1][1]
+    assert last < 0.5 * first, report.train_history
+    assert report.eval_history[0][0] == 3 and report.eval_history[-1][0] == report.steps
+    assert report.eval_loss is not None and report.eval_loss < report.eval_history[0][1]
+    assert report.steps == report.total_steps == 6 * 3  # 12 rows / (2 × 2) = 3 steps per epoch
+
+    assert report.adapter_path.is_file()
+    card = (cfg.out_dir / "README.md").read_text()  # type: ignore[operator]
+    assert "ooo-agent train x" in card and "r / alpha / dropout | 4 / 8 / 0.1" in card
+    assert json.loads((Path(cfg.out_dir) / "train_report.json").read_text())["steps"] == 18
+    assert not (Path(cfg.out_dir) / "checkpoints").exists()
+
+    probe = torch.tensor([ByteTokenizer()("Q3: colour of item 3?\nA: ")["input_ids"]])
+    with torch.no_grad():
+        expected = model(input_ids=probe).logits
+        reloaded = PeftModel.from_pretrained(tiny_model(), str(cfg.out_dir)).eval()
+        actual = reloaded(input_ids=probe).logits
+    assert torch.equal(expected, actual)
+    from safetensors import safe_open
+
+    with safe_open(str(report.adapter_path), "pt") as handle:
+        assert {handle.get_tensor(k).dtype for k in handle.keys()} == {torch.float16}  # noqa: SIM118
+
+
+def test_resume_continues_exactly_where_it_stopped(tmp_path: Path) -> None:
+    rows = toy_rows(12)
+    full_cfg = config(tmp_path / "full", epochs=3)
+    full = tiny_model()
+    full_report = train_lora(full_cfg, full, ByteTokenizer(), rows)
+
+    class Killed(Exception):
+        pass
+
+    def kill_at_step_5(step: int, loss: float) -> None:
+        if step == 5:
+            raise Killed
+
+    cut_cfg = config(tmp_path / "cut", epochs=3, save_every=2)
+    with pytest.raises(Killed):
+        train_lora(cut_cfg, tiny_model(), ByteTokenizer(), rows, on_step=kill_at_step_5)
+    checkpoints = sorted(p.name for p in (Path(cut_cfg.out_dir) / "checkpoints").iterdir())
+    assert checkpoints == ["step-000002", "step-000004"]
+
+    resumed_cfg = config(tmp_path / "cut", epochs=3, save_every=2, resume=True)
+    resumed = tiny_model()  # the same base; LoRA, optimizer, schedule and RNG come from step 4
+    report = train_lora(resumed_cfg, resumed, ByteTokenizer(), rows)
+    assert report.resumed_from_step == 4
+    assert report.steps == full_report.steps
+    assert report.train_history == full_report.train_history
+    full_w, resumed_w = lora_weights(full), lora_weights(resumed)
+    assert full_w.keys() == resumed_w.keys()
+    for name in full_w:
+        assert torch.equal(full_w[name], resumed_w[name]), name
+
+
+def test_resume_refuses_different_data(tmp_path: Path) -> None:
+    cfg = config(tmp_path, epochs=2, save_every=1, max_steps=2)
+    train_lora(cfg, tiny_model(), ByteTokenizer(), toy_rows(12))
+    resumed = config(tmp_path, epochs=2, save_every=1, resume=True)
+    with pytest.raises(ValueError, match="different recipe or data"):
+        train_lora(resumed, tiny_model(), ByteTokenizer(), toy_rows(8))
+
+
+def test_config_rejects_nonsense() -> None:
+    with pytest.raises(ValueError, match="batch_size"):
+        TrainConfig(out_dir="x", batch_size=0)
+    with pytest.raises(ValueError, match="dropout"):
+        TrainConfig(out_dir="x", dropout=1.5)
+    with pytest.raises(ValueError, match="dtype"):
+        TrainConfig(out_dir="x", dtype="float8")  # type: ignore[arg-type]
+    cfg = TrainConfig(out_dir="x")
+    assert (cfg.r, cfg.alpha, cfg.dropout, cfg.seed, cfg.effective_batch) == (
+        32,
+        64,
+        0.05,
+        31082027,
+        32,
+    )
+
+
+def test_unknown_target_modules_give_a_clear_error(tmp_path: Path) -> None:
+    cfg = config(tmp_path, target_modules=("no_such_proj",))
+    with pytest.raises(ValueError, match="no_such_proj"):
+        train_lora(cfg, tiny_model(), ByteTokenizer(), toy_rows(4))
