@@ -1,0 +1,220 @@
+"""Decoding a call's arguments and describing schema errors, for :mod:`ooo_agent.validate`.
+
+Both halves are written for the model that will read the result: a JSON error says where it
+happened and the likely mistake (single quotes, a trailing comma, a truncated object); a
+schema error says where, with a JSON path such as ``$.items[2].qty``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ooo_agent.calls import CallErrorKind, ErrorDetail
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError as SchemaValidationError
+    from jsonschema.protocols import Validator
+
+__all__ = ["ArgumentsError", "decode_arguments", "json_path", "schema_errors"]
+
+MAX_DEPTH = 64
+"""Deepest nesting accepted in arguments; deeper input is refused before it is walked."""
+_MAX_ERRORS = 100
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class ArgumentsError:
+    """Why arguments could not be decoded. ``message`` follows "The arguments of `tool` "."""
+
+    kind: CallErrorKind
+    message: str
+    detail: str
+
+
+def json_path(parts: Iterable[Any]) -> str:
+    """``$``-rooted JSON path: ``("items", 2, "qty")`` → ``$.items[2].qty``."""
+    path = "$"
+    for part in parts:
+        if isinstance(part, int) and not isinstance(part, bool):
+            path += f"[{part}]"
+        elif isinstance(part, str) and _IDENTIFIER.fullmatch(part):
+            path += f".{part}"
+        else:
+            path += f"[{json.dumps(str(part), ensure_ascii=False)}]"
+    return path
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:20]} is out of range")
+    return value
+
+
+def _json_hint(text: str, error: json.JSONDecodeError) -> str:
+    """The likely mistake behind a JSON error, in words a model can act on."""
+    pos = error.pos
+    at = text[pos] if pos < len(text) else ""
+    before = text[:pos].rstrip()[-1:]
+    if pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string"):
+        return "the JSON ends too early (truncated: close every string, object and array)"
+    if at == "'" or (error.msg.startswith("Expecting property name") and at == "'"):
+        return "JSON strings and keys need double quotes, not single quotes"
+    if before == "," and at in "}]":
+        return "trailing commas are not allowed in JSON"
+    if error.msg.startswith("Extra data"):
+        return "there is text after the JSON object"
+    for word, fix in (("True", "true"), ("False", "false"), ("None", "null")):
+        if text.startswith(word, pos):
+            return f"write {fix}, not {word}"
+    if error.msg.startswith("Expecting property name") and (at.isalpha() or at == "_"):
+        return "object keys need double quotes"
+    return ""
+
+
+def _depth_ok(value: Any) -> bool:
+    """Iteratively check that ``value`` is nested at most MAX_DEPTH deep."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return False
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return True
+
+
+def _plain_json(value: Any, depth: int = 0) -> Any:
+    """A copy of ``value`` as plain JSON data (tuples → lists); raises ValueError otherwise."""
+    if depth > MAX_DEPTH:
+        raise ValueError("nested too deeply")
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{value} is not a JSON number")
+        return value
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValueError(f"object key {key!r} is not a string")
+            out[key] = _plain_json(item, depth + 1)
+        return out
+    if isinstance(value, list | tuple):
+        return [_plain_json(v, depth + 1) for v in value]
+    raise ValueError(f"a {type(value).__name__} is not JSON data")
+
+
+def _loads(text: str, lenient: bool) -> Any:
+    # ``strict=False`` lets raw control characters (a literal newline) sit inside strings.
+    return json.loads(
+        text, strict=not lenient, parse_constant=_reject_constant, parse_float=_finite_float
+    )
+
+
+def decode_arguments(arguments: Any, *, lenient: bool) -> dict[str, Any] | ArgumentsError:
+    """Decode a call's arguments (JSON text, an object, or nothing) into a JSON object."""
+    if arguments is None:
+        return {}
+    if isinstance(arguments, bytes | bytearray):
+        try:
+            arguments = bytes(arguments).decode("utf-8")
+        except UnicodeDecodeError:
+            return ArgumentsError(CallErrorKind.MALFORMED_JSON, "are not UTF-8 text.", "not UTF-8")
+    if isinstance(arguments, str):
+        text = arguments.strip()
+        if not text:
+            return {}
+        try:
+            value = _loads(text, lenient)
+            if isinstance(value, str) and value.strip()[:1] in ("{", "["):
+                # Double-encoded: the object was sent as a JSON string.
+                value = _loads(value.strip(), lenient)
+        except json.JSONDecodeError as exc:
+            where = f"{exc.msg} at line {exc.lineno} column {exc.colno} (char {exc.pos})"
+            hint = _json_hint(exc.doc, exc)
+            near = exc.doc[max(0, exc.pos - 30) : exc.pos + 10].replace("`", "'")
+            message = (
+                f"are not valid JSON: {where}" + (f": {hint}" if hint else "")
+                + f". Near: `{near}`. Send the arguments as one JSON object with "
+                "double-quoted keys and strings."
+            )
+            return ArgumentsError(CallErrorKind.MALFORMED_JSON, message, where)
+        except RecursionError:
+            return ArgumentsError(
+                CallErrorKind.MALFORMED_JSON, "are nested too deeply.", "nested too deeply"
+            )
+        except ValueError as exc:  # NaN / Infinity / out-of-range numbers / huge integers
+            return ArgumentsError(
+                CallErrorKind.MALFORMED_JSON, f"are not valid JSON: {exc}.", str(exc)
+            )
+    else:
+        try:
+            value = _plain_json(arguments)
+        except ValueError as exc:
+            return ArgumentsError(
+                CallErrorKind.MALFORMED_CALL, f"are not JSON data: {exc}.", str(exc)
+            )
+    if not isinstance(value, dict):
+        kind = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}.get(
+            type(value), "a number"
+        )
+        return ArgumentsError(
+            CallErrorKind.SCHEMA_VIOLATION,
+            f"must be a JSON object of named parameters, got {kind}.",
+            f"expected an object, got {kind}",
+        )
+    if not _depth_ok(value):
+        return ArgumentsError(
+            CallErrorKind.SCHEMA_VIOLATION,
+            f"are nested too deeply (more than {MAX_DEPTH} levels).",
+            "nested too deeply",
+        )
+    return value
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _describe(error: SchemaValidationError) -> ErrorDetail:
+    """One schema error as a path and a message; unions are summarised, not dumped."""
+    context = list(error.context or ())
+    if error.validator in ("anyOf", "oneOf") and context:
+        if all(e.validator == "type" and not e.relative_path for e in context):
+            wanted = " or ".join(dict.fromkeys(repr(e.validator_value) for e in context))
+            message = f"{_clip(repr(error.instance), 80)} is not of type {wanted}"
+            return ErrorDetail(json_path(error.absolute_path), message)
+        from jsonschema.exceptions import best_match
+
+        best = best_match(context)
+        if best is not None:
+            return ErrorDetail(json_path(best.absolute_path), _clip(best.message))
+    return ErrorDetail(json_path(error.absolute_path), _clip(error.message))
+
+
+def schema_errors(validator: Validator, instance: Any) -> list[ErrorDetail]:
+    """Every schema error of ``instance`` (up to a hundred), each with its JSON path."""
+    details: list[ErrorDetail] = []
+    try:
+        for error in itertools.islice(validator.iter_errors(instance), _MAX_ERRORS):
+            detail = _describe(error)
+            if detail not in details:
+                details.append(detail)
+    except Exception as exc:  # a schema the validator cannot apply (bad regex, ...)
+        details.append(ErrorDetail("$", f"the arguments could not be checked: {exc}"))
+    return details
