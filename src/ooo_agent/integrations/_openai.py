@@ -1,0 +1,124 @@
+"""OpenAI-shaped views of a :class:`~ooo_agent.calls.CallResult`, shared by the integrations.
+
+Pure functions over plain data: no framework imports, so both the LangChain chat model and the
+HTTP server describe a turn the same way (finish reason, usage, OoO statistics).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from ooo_agent.calls import CallResult, CallStats
+from ooo_agent.tools import Toolset
+
+__all__ = [
+    "finish_reason",
+    "keep_first_call",
+    "normalize_tool_choice",
+    "stats_header",
+    "stats_summary",
+    "stats_to_dict",
+    "tools_for_choice",
+    "usage",
+]
+
+
+def stats_to_dict(stats: CallStats) -> dict[str, Any]:
+    """Every statistic of one call as JSON-ready data (derived means included)."""
+    data = dataclasses.asdict(stats)
+    data["decode"]["decode_steps"] = stats.decode.decode_steps
+    data["decode"]["mean_accepted"] = round(stats.decode.mean_accepted, 4)
+    return data
+
+
+def stats_summary(stats: CallStats) -> dict[str, Any]:
+    """The few numbers worth a response header: small, flat, ASCII."""
+    decode = stats.decode
+    return {
+        "mode": decode.mode,
+        "total_s": round(stats.total_s, 4),
+        "generate_s": round(stats.generate_s, 4),
+        "forward_passes": decode.forward_passes,
+        "new_tokens": decode.new_tokens,
+        "mean_accepted": round(decode.mean_accepted, 3),
+        "sidecar": stats.sidecar.status,
+    }
+
+
+def stats_header(stats: CallStats) -> str:
+    """:func:`stats_summary` as compact JSON, for the ``x-ooo-stats`` header."""
+    return json.dumps(stats_summary(stats), separators=(",", ":"), ensure_ascii=True)
+
+
+def usage(result: CallResult) -> dict[str, int]:
+    """OpenAI ``usage`` (prompt / completion / total tokens) of one turn."""
+    prompt = result.stats.decode.prompt_tokens
+    completion = result.stats.decode.new_tokens
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def finish_reason(result: CallResult) -> str:
+    """``tool_calls`` when the turn produced valid calls, ``length`` when the token budget
+    cut it, else ``stop``."""
+    if result.calls:
+        return "tool_calls"
+    if result.stats.decode.finish_reason == "length":
+        return "length"
+    return "stop"
+
+
+def normalize_tool_choice(choice: Any) -> str | dict[str, Any]:
+    """Any common spelling of ``tool_choice`` → ``auto`` | ``none`` | ``required`` | named.
+
+    Accepts OpenAI's values and dicts, LangChain's ``"any"`` and ``True`` (= required), and a
+    bare tool name. Raises ``ValueError`` for anything else.
+    """
+    if choice is None:
+        return "auto"
+    if choice is True or choice == "any":
+        return "required"
+    if choice is False:
+        return "none"
+    if isinstance(choice, str):
+        if choice in ("auto", "none", "required"):
+            return choice
+        if choice:
+            return {"type": "function", "function": {"name": choice}}
+    if isinstance(choice, Mapping):
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
+        if isinstance(name, str) and name:
+            return {"type": "function", "function": {"name": name}}
+    raise ValueError(
+        "tool_choice must be 'auto', 'none', 'required' or "
+        f"{{'type': 'function', 'function': {{'name': ...}}}}, not {choice!r}"
+    )
+
+
+def tools_for_choice(toolset: Toolset, choice: str | Mapping[str, Any]) -> Toolset:
+    """The tools the model may see under ``choice``: none for ``"none"`` (so it can only answer
+    in text), the named one for a named choice, all of them otherwise.
+
+    Raises ``ValueError`` for a named tool that is not in the toolset, or ``"required"`` /
+    a named choice with no tools at all.
+    """
+    if choice == "none":
+        return Toolset(strict=toolset.strict)
+    if isinstance(choice, Mapping):
+        name = choice["function"]["name"]
+        if name not in toolset.names:
+            raise ValueError(f"tool_choice names {name!r}, which is not among the tools {list(toolset.names)}")
+        return Toolset([toolset[name]], strict=toolset.strict)
+    if choice == "required" and not toolset.names:
+        raise ValueError("tool_choice 'required' needs at least one tool")
+    return toolset
+
+
+def keep_first_call(result: CallResult) -> CallResult:
+    """Honour ``parallel_tool_calls=False``: keep only the first valid call of the turn."""
+    if len(result.calls) > 1:
+        result.calls = result.calls[:1]
+    return result

@@ -1,0 +1,207 @@
+"""The OpenAI chat-completions wire format the server speaks: request models and responses.
+
+Kept apart from the HTTP plumbing in ``server.py`` so the shapes can be read (and tested) on
+their own. Requests are validated with pydantic; responses are plain dicts in OpenAI's shape.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ooo_agent.calls import CallResult
+from ooo_agent.integrations._openai import finish_reason, stats_to_dict, usage
+
+__all__ = [
+    "ChatCompletionRequest",
+    "completion_chunks",
+    "completion_response",
+    "error_body",
+    "new_completion_id",
+]
+
+TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
+
+
+class FunctionDefinition(BaseModel):
+    """``tools[].function``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(pattern=TOOL_NAME_PATTERN)
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
+class ToolParam(BaseModel):
+    """One entry of ``tools``."""
+
+    type: Literal["function"]
+    function: FunctionDefinition
+
+
+class NamedFunction(BaseModel):
+    name: str
+
+
+class NamedToolChoice(BaseModel):
+    """``{"type": "function", "function": {"name": ...}}``."""
+
+    type: Literal["function"]
+    function: NamedFunction
+
+
+class ChatMessage(BaseModel):
+    """One message; fields beyond the ones checked here pass through unchanged."""
+
+    model_config = ConfigDict(extra="allow")
+
+    role: Literal["system", "developer", "user", "assistant", "tool"]
+    content: str | list[dict[str, Any]] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+    name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = self.model_dump(exclude_none=True)
+        if self.role == "developer":  # OpenAI's newer name for the system role
+            data["role"] = "system"
+        if isinstance(self.content, list):
+            data["content"] = "".join(
+                str(block.get("text", "")) for block in self.content if block.get("type") == "text"
+            )
+        data.setdefault("content", None)
+        return data
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: bool = False
+
+
+class ChatCompletionRequest(BaseModel):
+    """``POST /v1/chat/completions``. Sampling fields (temperature, top_p, ...) are accepted
+    and ignored: decoding is greedy, which is what makes speculation lossless."""
+
+    model_config = ConfigDict(extra="allow")
+
+    model: str = Field(min_length=1)
+    messages: list[ChatMessage] = Field(min_length=1)
+    tools: list[ToolParam] | None = None
+    tool_choice: Literal["auto", "none", "required"] | NamedToolChoice | None = None
+    parallel_tool_calls: bool | None = None
+    stream: bool | None = False
+    stream_options: StreamOptions | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    n: int | None = Field(default=None, ge=1, le=1)
+
+    def tool_choice_value(self) -> str | dict[str, Any]:
+        if self.tool_choice is None:
+            return "auto"
+        if isinstance(self.tool_choice, str):
+            return self.tool_choice
+        return self.tool_choice.model_dump()
+
+    def tool_dicts(self) -> list[dict[str, Any]]:
+        return [t.model_dump(exclude_none=True) for t in self.tools or []]
+
+    def message_dicts(self) -> list[dict[str, Any]]:
+        return [m.to_dict() for m in self.messages]
+
+
+def new_completion_id() -> str:
+    return "chatcmpl-" + uuid.uuid4().hex[:24]
+
+
+def error_body(message: str, type: str, param: str | None = None, code: str | None = None) -> dict[str, Any]:
+    """OpenAI's error shape: ``{"error": {"message", "type", "param", "code"}}``."""
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+def response_content(result: CallResult) -> str | None:
+    """The assistant text; when every call was rejected the client sees what the model wrote."""
+    if result.errors and not result.calls:
+        return result.raw_text or None
+    return result.text or None
+
+
+def invalid_calls(result: CallResult) -> list[dict[str, Any]]:
+    return [
+        {"name": e.name, "id": e.call_id, "kind": e.kind.value, "error": e.message, "raw": e.raw}
+        for e in result.errors
+    ]
+
+
+def extension(result: CallResult) -> dict[str, Any]:
+    """The ``ooo`` extension field: statistics and rejected calls."""
+    return {"stats": stats_to_dict(result.stats), "invalid_tool_calls": invalid_calls(result)}
+
+
+def completion_response(result: CallResult, *, completion_id: str, model: str) -> dict[str, Any]:
+    """A ``chat.completion`` object for one turn (``arguments`` as JSON strings)."""
+    message: dict[str, Any] = {"role": "assistant", "content": response_content(result)}
+    if result.calls:
+        message["tool_calls"] = [c.to_openai() for c in result.calls]
+    return {
+        "id": completion_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": finish_reason(result), "logprobs": None}
+        ],
+        "usage": usage(result),
+        "ooo": extension(result),
+    }
+
+
+def completion_chunks(
+    result: CallResult, *, completion_id: str, model: str, include_usage: bool, piece: int = 16
+) -> Iterator[str]:
+    """The turn as server-sent events: role, text, then each call as a header delta followed
+    by its arguments in ``piece``-character deltas, the finish reason, usage, ``[DONE]``."""
+    created = int(time.time())
+
+    def chunk(delta: dict[str, Any], reason: str | None = None, **extra: Any) -> str:
+        body = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}],
+            **extra,
+        }
+        return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
+
+    yield chunk({"role": "assistant", "content": ""})
+    content = response_content(result) or ""
+    for start in range(0, len(content), piece):
+        yield chunk({"content": content[start : start + piece]})
+    for index, call in enumerate(result.calls):
+        header = {"index": index, "id": call.id, "type": "function",
+                  "function": {"name": call.name, "arguments": ""}}
+        yield chunk({"tool_calls": [header]})
+        arguments = call.arguments_json()
+        for start in range(0, len(arguments), piece):
+            delta = {"index": index, "function": {"arguments": arguments[start : start + piece]}}
+            yield chunk({"tool_calls": [delta]})
+    yield chunk({}, finish_reason(result), ooo=extension(result))
+    if include_usage:
+        body = {
+            "id": completion_id,
+            "object": "chat.completion.chunk",
+            "created": created,
+            "model": model,
+            "choices": [],
+            "usage": usage(result),
+        }
+        yield f"data: {json.dumps(body)}\n\n"
+    yield "data: [DONE]\n\n"

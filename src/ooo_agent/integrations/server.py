@@ -1,0 +1,238 @@
+"""An OpenAI-compatible HTTP server over a :class:`~ooo_agent.FastToolCaller`.
+
+``POST /v1/chat/completions`` (tools, ``tool_choice``, ``parallel_tool_calls``, ``stream``) and
+``GET /v1/models``, so the official ``openai`` client and anything built on it work unchanged::
+
+    app = create_app(FastToolCaller(target), model_name="smollm2-135m-toolcall", api_key="s3cret")
+    serve(app, port=8000)          # or: ooo-agent serve --port 8000
+
+The server does not run tools (the client does): the caller runs with ``dispatch=False`` and
+the response carries validated calls. OoO statistics come in the ``ooo`` field of each response
+(and of the last stream chunk) and, summarised, in the ``x-ooo-stats`` header. Errors use
+OpenAI's shape ``{"error": {"message", "type", "param", "code"}}``: 400 malformed or invalid
+request, 401 missing/wrong token, 404 unknown model or route, 413 body too large.
+
+Needs the ``server`` extra (``pip install "ooo-agent[server]"``).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response, StreamingResponse
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ooo_agent.caller import FastToolCaller
+from ooo_agent.calls import CallResult
+from ooo_agent.errors import FormatError, OooAgentError, TargetError
+from ooo_agent.integrations._openai import keep_first_call, stats_header, tools_for_choice
+from ooo_agent.integrations._protocol import (
+    ChatCompletionRequest,
+    completion_chunks,
+    completion_response,
+    error_body,
+    new_completion_id,
+)
+from ooo_agent.tools import Toolset
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "APIError", "create_app", "serve"]
+
+DEFAULT_MAX_BODY_BYTES = 1 << 20
+"""1 MiB: far above any real tool-calling request, small enough to refuse abuse cheaply."""
+
+logger = logging.getLogger("ooo_agent.server")
+
+
+class APIError(Exception):
+    """An error answered in OpenAI's shape with an HTTP status."""
+
+    def __init__(
+        self, status: int, message: str, type: str, param: str | None = None, code: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = error_body(message, type, param, code)
+
+
+def create_app(
+    caller: FastToolCaller,
+    *,
+    model_name: str = "ooo-agent",
+    api_key: str | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_concurrency: int = 1,
+) -> FastAPI:
+    """Build the ASGI app.
+
+    Args:
+        caller: produces each turn (with ``dispatch=False``).
+        model_name: the one model id served; requests naming another get 404.
+        api_key: when set, requests need ``Authorization: Bearer <api_key>`` (else 401).
+        max_body_bytes: larger request bodies get 413 without being read whole.
+        max_concurrency: turns generated at once; the rest wait. Keep 1 for a single-stream
+            in-process target (``HFTarget``); raise it for remote targets.
+    """
+    if max_concurrency < 1:
+        raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
+    if max_body_bytes < 1:
+        raise ValueError(f"max_body_bytes must be positive, not {max_body_bytes}")
+    app = FastAPI(title="ooo-agent", docs_url=None, redoc_url=None, openapi_url=None)
+    limiter = anyio.CapacityLimiter(max_concurrency)
+    created = int(time.time())
+
+    @app.exception_handler(APIError)
+    async def _api_error(request: Request, exc: APIError) -> JSONResponse:
+        return JSONResponse(exc.body, status_code=exc.status)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
+        body = error_body(str(exc.detail), kind, None, str(exc.status_code))
+        return JSONResponse(body, status_code=exc.status_code)
+
+    @app.get("/v1/models")
+    async def list_models(request: Request) -> dict[str, Any]:
+        _check_auth(request, api_key)
+        model = {"id": model_name, "object": "model", "created": created, "owned_by": "ooo-agent"}
+        return {"object": "list", "data": [model]}
+
+    @app.get("/v1/models/{model_id:path}")
+    async def get_model(model_id: str, request: Request) -> dict[str, Any]:
+        _check_auth(request, api_key)
+        if model_id != model_name:
+            raise _unknown_model(model_id)
+        return {"id": model_name, "object": "model", "created": created, "owned_by": "ooo-agent"}
+
+    @app.post("/v1/chat/completions")
+    async def chat_completions(request: Request) -> Response:
+        _check_auth(request, api_key)
+        body = await _read_body(request, max_body_bytes)
+        chat = _parse_request(body)
+        if chat.model != model_name:
+            raise _unknown_model(chat.model)
+        toolset, choice = _request_tools(chat)
+        async with limiter:  # the in-process target decodes one stream at a time
+            result = await _generate(caller, chat, toolset, choice)
+        if chat.parallel_tool_calls is False:
+            keep_first_call(result)
+        completion_id = new_completion_id()
+        headers = {"x-ooo-stats": stats_header(result.stats)}
+        if chat.stream:
+            include_usage = bool(chat.stream_options and chat.stream_options.include_usage)
+            chunks = completion_chunks(
+                result, completion_id=completion_id, model=model_name, include_usage=include_usage
+            )
+            return StreamingResponse(
+                _aiter(chunks), media_type="text/event-stream", headers=headers
+            )
+        payload = completion_response(result, completion_id=completion_id, model=model_name)
+        return JSONResponse(payload, headers=headers)
+
+    return app
+
+
+def serve(
+    app: FastAPI, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning"
+) -> None:
+    """Run ``app`` with uvicorn until interrupted (binds to loopback unless told otherwise)."""
+    import uvicorn
+
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
+
+
+def _check_auth(request: Request, api_key: str | None) -> None:
+    if api_key is None:
+        return
+    header = request.headers.get("authorization", "")
+    scheme, _, token = header.partition(" ")
+    # compare_digest: the comparison's time must not reveal how much of the token matched
+    if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(), api_key.encode()):
+        message = "Missing API key." if not header else "Incorrect API key provided."
+        raise APIError(401, message, "invalid_request_error", None, "invalid_api_key")
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    too_large = APIError(
+        413, f"Request body exceeds {limit} bytes.", "invalid_request_error", None, "request_too_large"
+    )
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():  # a body without Content-Length is capped while read
+        size += len(chunk)
+        if size > limit:
+            raise too_large
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse_request(body: bytes) -> ChatCompletionRequest:
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise APIError(400, f"Request body is not valid JSON: {exc}", "invalid_request_error") from None
+    if not isinstance(data, dict):
+        raise APIError(400, "Request body must be a JSON object.", "invalid_request_error")
+    try:
+        return ChatCompletionRequest.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        param = ".".join(str(p) for p in first["loc"]) or None
+        message = f"Invalid request: {param}: {first['msg']}" if param else first["msg"]
+        raise APIError(400, message, "invalid_request_error", param, "invalid_value") from None
+
+
+def _request_tools(chat: ChatCompletionRequest) -> tuple[Toolset, str | dict[str, Any]]:
+    choice = chat.tool_choice_value()
+    try:
+        toolset = Toolset.coerce(chat.tool_dicts())
+    except (OooAgentError, ValueError, TypeError) as exc:
+        raise APIError(400, f"Invalid tools: {exc}", "invalid_request_error", "tools") from None
+    try:
+        return tools_for_choice(toolset, choice), choice
+    except ValueError as exc:
+        raise APIError(400, str(exc), "invalid_request_error", "tool_choice") from None
+
+
+async def _generate(
+    caller: FastToolCaller, chat: ChatCompletionRequest, toolset: Toolset, choice: str | dict[str, Any]
+) -> CallResult:
+    try:
+        return await caller.call(
+            chat.message_dicts(),
+            toolset,
+            dispatch=False,  # the client runs the tools
+            tool_choice=choice,
+            parallel_tool_calls=chat.parallel_tool_calls is not False,
+            max_new_tokens=chat.max_completion_tokens or chat.max_tokens,
+        )
+    except FormatError as exc:  # the messages cannot be rendered in the target's format
+        raise APIError(400, f"Invalid messages: {exc}", "invalid_request_error", "messages") from None
+    except TargetError as exc:
+        logger.warning("target failed: %s", exc)
+        raise APIError(502, f"The model failed: {exc}", "server_error", None, "target_error") from None
+    except Exception:
+        # Never leak a traceback to the client; the log keeps it.
+        logger.exception("chat completion failed")
+        raise APIError(500, "Internal error while generating.", "server_error") from None
+
+
+def _unknown_model(model: str) -> APIError:
+    return APIError(
+        404, f"The model {model!r} does not exist.", "invalid_request_error", "model", "model_not_found"
+    )
+
+
+async def _aiter(chunks: Any) -> AsyncIterator[str]:
+    for chunk in chunks:
+        yield chunk

@@ -1,0 +1,73 @@
+"""The integration examples and the server load test, each run as a subprocess (as CI does).
+
+The examples replay recorded model outputs here (``OOO_AGENT_EXAMPLES_REPLAY=1``): fast and
+deterministic, while parsing, validation, dispatch, LangGraph and the HTTP server run for real.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_script(path: str, *args: str, timeout: float = 120) -> str:
+    env = dict(os.environ)
+    env["OOO_AGENT_EXAMPLES_REPLAY"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
+    done = subprocess.run(
+        [sys.executable, str(ROOT / path), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, f"{path} failed:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def test_agent_loop_example() -> None:
+    out = run_script("examples/agent_loop.py")
+    assert "replaying recorded model outputs" in out
+    assert 'call    check_stock({"item":"pears"})' in out
+    assert "result  check_stock -> 0" in out
+    assert "reject" in out  # the recorded slip is rejected and retried
+    assert "result  place_order -> ordered 20 pears" in out
+    assert "[done] stop_reason=answer turns=4 calls=2 rejected=1" in out
+
+
+def test_langgraph_agent_example() -> None:
+    pytest.importorskip("langgraph")
+    out = run_script("examples/langgraph_agent.py")
+    assert "replaying recorded model outputs" in out
+    assert "tool add -> 5" in out and "tool multiply -> 20" in out
+    assert "answer: (2 + 3) * 4 = 20" in out
+
+
+def test_openai_client_example() -> None:
+    pytest.importorskip("fastapi")
+    pytest.importorskip("openai")
+    out = run_script("examples/openai_client.py")
+    assert "recorded outputs" in out
+    assert "finish_reason: tool_calls" in out
+    assert 'tool call: get_weather({"city":"Paris"})' in out
+    assert "answer: It is 21 degrees and sunny in Paris." in out
+    assert 'streamed call: get_weather({"city":"Paris"})' in out
+    assert "tool_choice=none: Paris is the capital of France." in out
+    assert "x-ooo-stats: {" in out
+
+
+def test_load_server_benchmark_has_no_failures() -> None:
+    pytest.importorskip("fastapi")
+    out = run_script("benchmarks/load_server.py", "--requests", "200", "--concurrency", "16")
+    report = json.loads(out.strip().splitlines()[-1])
+    assert report["requests"] == 200 and report["ok"] == 200 and report["failed"] == 0
+    assert report["p50_ms"] <= report["p99_ms"]
+    assert report["throughput_rps"] > 0

@@ -1,0 +1,339 @@
+"""The OpenAI-compatible server, driven by the official `openai` client over loopback."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi")
+pytest.importorskip("uvicorn")
+openai = pytest.importorskip("openai")
+
+import httpx  # noqa: E402
+import uvicorn  # noqa: E402
+
+from ooo_agent import FastToolCaller  # noqa: E402
+from ooo_agent.integrations.server import create_app  # noqa: E402
+from ooo_agent.targets.base import TargetRequest  # noqa: E402
+from ooo_agent.targets.replay import ReplayTarget  # noqa: E402
+
+MODEL = "test-model"
+TOKEN = "s3cret-token"
+TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather in a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["c", "f"]}},
+                "required": ["city"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "get_time",
+            "description": "Local time in a city.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+        },
+    },
+]
+
+
+def call(name: str, **arguments: Any) -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+
+
+def respond(request: TargetRequest) -> str:
+    """A deterministic stand-in for a model: reads the last user message."""
+    if not request.tools:
+        return "I will answer without tools: it is sunny in Paris."
+    last = str(request.messages[-1].get("content") or "")
+    if "both" in last:
+        return call("get_weather", city="Paris") + "\n" + call("get_time", city="Paris")
+    if "broken" in last:
+        return call("get_weather", unit="kelvin")  # no city, bad unit
+    if request.messages[-1].get("role") == "tool":
+        return "It is 21 degrees in Paris."
+    names = [t["function"]["name"] for t in request.tools]
+    return call(names[0], city="Paris, France", unit="c") if names[0] == "get_weather" else call(names[0], city="Paris")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Server:
+    def __init__(self, **kwargs: Any) -> None:
+        self.target = ReplayTarget(respond)
+        app = create_app(FastToolCaller(self.target), model_name=MODEL, **kwargs)
+        self.port = free_port()
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="error")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def __enter__(self) -> Server:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("server did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Server]:
+    with Server(api_key=TOKEN, max_body_bytes=20_000) as running:
+        yield running
+
+
+@pytest.fixture()
+def client(server: Server) -> Any:
+    return openai.OpenAI(base_url=server.url, api_key=TOKEN, max_retries=0, timeout=10)
+
+
+def ask(client: Any, text: str, **kwargs: Any) -> Any:
+    kwargs.setdefault("tools", TOOLS)
+    return client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": text}], **kwargs)
+
+
+def test_models_lists_the_served_model(client: Any) -> None:
+    assert [m.id for m in client.models.list().data] == [MODEL]
+
+
+def test_tool_call_in_openai_shape(client: Any) -> None:
+    raw = client.chat.completions.with_raw_response.create(
+        model=MODEL, messages=[{"role": "user", "content": "Weather in Paris?"}], tools=TOOLS
+    )
+    completion = raw.parse()
+    choice = completion.choices[0]
+    assert choice.finish_reason == "tool_calls"
+    (tool_call,) = choice.message.tool_calls
+    assert tool_call.type == "function" and tool_call.id.startswith("call_")
+    assert tool_call.function.name == "get_weather"
+    assert isinstance(tool_call.function.arguments, str)
+    assert json.loads(tool_call.function.arguments) == {"city": "Paris, France", "unit": "c"}
+    stats = json.loads(raw.headers["x-ooo-stats"])
+    assert {"mode", "forward_passes", "total_s"} <= set(stats)
+    extra = completion.model_extra or {}
+    assert "decode" in extra["ooo"]["stats"]
+    assert completion.usage is not None
+
+
+def test_tool_result_turn_gives_text(client: Any) -> None:
+    first = ask(client, "Weather in Paris?").choices[0].message
+    messages = [
+        {"role": "user", "content": "Weather in Paris?"},
+        first.model_dump(exclude_none=True),
+        {"role": "tool", "tool_call_id": first.tool_calls[0].id, "content": "21C"},
+    ]
+    completion = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)
+    assert completion.choices[0].finish_reason == "stop"
+    assert completion.choices[0].message.content == "It is 21 degrees in Paris."
+
+
+def test_streaming_deltas_reassemble_to_the_same_calls(client: Any) -> None:
+    plain = ask(client, "both please").choices[0].message.tool_calls
+    stream = ask(client, "both please", stream=True, stream_options={"include_usage": True})
+    calls: dict[int, dict[str, str]] = {}
+    finish = None
+    usage = None
+    for chunk in stream:
+        if chunk.usage is not None:
+            usage = chunk.usage
+        for choice in chunk.choices:
+            finish = choice.finish_reason or finish
+            for delta in choice.delta.tool_calls or []:
+                slot = calls.setdefault(delta.index, {"id": "", "name": "", "arguments": ""})
+                slot["id"] += delta.id or ""
+                if delta.function is not None:
+                    slot["name"] += delta.function.name or ""
+                    slot["arguments"] += delta.function.arguments or ""
+    assert finish == "tool_calls" and usage is not None
+    assert [calls[i]["name"] for i in sorted(calls)] == [c.function.name for c in plain]
+    assert [json.loads(calls[i]["arguments"]) for i in sorted(calls)] == [
+        json.loads(c.function.arguments) for c in plain
+    ]
+    assert all(calls[i]["id"].startswith("call_") for i in calls)
+
+
+def test_tool_choice_none_yields_text(client: Any, server: Server) -> None:
+    completion = ask(client, "Weather in Paris?", tool_choice="none")
+    message = completion.choices[0].message
+    assert message.tool_calls is None and "sunny" in (message.content or "")
+    assert completion.choices[0].finish_reason == "stop"
+
+
+def test_named_tool_choice_restricts_tools(client: Any, server: Server) -> None:
+    choice = {"type": "function", "function": {"name": "get_time"}}
+    message = ask(client, "Time?", tool_choice=choice).choices[0].message
+    assert [c.function.name for c in message.tool_calls] == ["get_time"]
+    assert [t["function"]["name"] for t in server.target.requests[-1].tools] == ["get_time"]
+
+
+def test_parallel_tool_calls_false_returns_one_call(client: Any) -> None:
+    message = ask(client, "both please", parallel_tool_calls=False).choices[0].message
+    assert len(message.tool_calls) == 1
+
+
+def test_rejected_call_is_reported_not_returned(client: Any) -> None:
+    completion = ask(client, "broken call")
+    message = completion.choices[0].message
+    assert message.tool_calls is None and completion.choices[0].finish_reason == "stop"
+    invalid = (completion.model_extra or {})["ooo"]["invalid_tool_calls"]
+    assert invalid and invalid[0]["name"] == "get_weather"
+
+
+def assert_openai_error(exc: Any, status: int) -> dict[str, Any]:
+    assert exc.status_code == status
+    body = exc.response.json()
+    assert set(body["error"]) == {"message", "type", "param", "code"}
+    assert body["error"]["message"]
+    return dict(body["error"])
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "param"),
+    [
+        ({"messages": []}, "messages"),
+        ({"messages": [{"role": "wizard", "content": "x"}]}, "messages"),
+        ({"messages": [{"role": "user", "content": "x"}], "tools": [{"type": "function"}]}, "tools"),
+        ({"messages": [{"role": "user", "content": "x"}], "tool_choice": "sometimes"}, "tool_choice"),
+        (
+            {"messages": [{"role": "user", "content": "x"}], "tools": TOOLS,
+             "tool_choice": {"type": "function", "function": {"name": "nope"}}},
+            "tool_choice",
+        ),
+        ({"messages": [{"role": "user", "content": "x"}], "tool_choice": "required"}, "tool_choice"),
+    ],
+)  # fmt: skip
+def test_malformed_requests_get_400(client: Any, kwargs: dict[str, Any], param: str) -> None:
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(model=MODEL, **kwargs)
+    error = assert_openai_error(info.value, 400)
+    assert error["type"] == "invalid_request_error"
+    assert (error["param"] or "").startswith(param)
+
+
+def test_invalid_json_gets_400(server: Server) -> None:
+    response = httpx.post(
+        f"{server.url}/chat/completions",
+        content=b"{not json",
+        headers={"authorization": f"Bearer {TOKEN}", "content-type": "application/json"},
+    )
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_unknown_model_gets_404(client: Any) -> None:
+    with pytest.raises(openai.NotFoundError) as info:
+        client.chat.completions.create(model="gpt-9", messages=[{"role": "user", "content": "x"}])
+    assert assert_openai_error(info.value, 404)["code"] == "model_not_found"
+
+
+def test_wrong_token_gets_401(server: Server) -> None:
+    bad = openai.OpenAI(base_url=server.url, api_key="wrong-token", max_retries=0, timeout=10)
+    with pytest.raises(openai.AuthenticationError) as info:
+        ask(bad, "Weather in Paris?")
+    assert assert_openai_error(info.value, 401)["code"] == "invalid_api_key"
+
+
+@pytest.mark.parametrize("header", [None, "Bearer", "Basic s3cret-token", "Bearer s3cret-tokenX"])
+def test_missing_or_malformed_token_gets_401(server: Server, header: str | None) -> None:
+    headers = {} if header is None else {"authorization": header}
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "x"}]}
+    for response in (
+        httpx.get(f"{server.url}/models", headers=headers),
+        httpx.post(f"{server.url}/chat/completions", json=body, headers=headers),
+    ):
+        assert response.status_code == 401
+        assert response.json()["error"]["code"] == "invalid_api_key"
+
+
+def test_oversized_body_gets_413(client: Any) -> None:
+    with pytest.raises(openai.APIStatusError) as info:
+        ask(client, "x" * 50_000)
+    assert_openai_error(info.value, 413)
+
+
+def test_oversized_chunked_body_gets_413(server: Server) -> None:
+    def body() -> Iterator[bytes]:
+        yield b'{"model": "test-model", "messages": [{"role": "user", "content": "'
+        for _ in range(30):
+            yield b"x" * 1000
+        yield b'"}]}'
+
+    response = httpx.post(
+        f"{server.url}/chat/completions", content=body(), headers={"authorization": f"Bearer {TOKEN}"}
+    )
+    assert response.status_code == 413
+
+
+def test_unknown_route_gets_openai_shaped_404(server: Server) -> None:
+    response = httpx.get(f"http://127.0.0.1:{server.port}/v2/nothing")
+    assert response.status_code == 404 and "error" in response.json()
+
+
+def test_concurrency_limit_serialises_generation() -> None:
+    import anyio
+
+    active = 0
+    peak = 0
+
+    class SlowTarget(ReplayTarget):
+        async def generate(self, request: TargetRequest) -> Any:
+            nonlocal active, peak
+            active += 1
+            peak = max(peak, active)
+            await anyio.sleep(0.05)
+            active -= 1
+            return await super().generate(request)
+
+    from ooo_agent.integrations.server import create_app as make
+
+    app = make(FastToolCaller(SlowTarget(["ok"], cycle=True)), model_name=MODEL, max_concurrency=1)
+
+    async def hammer() -> list[int]:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
+            codes: list[int] = []
+
+            async def one() -> None:
+                codes.append((await http.post("/v1/chat/completions", json=body)).status_code)
+
+            async with anyio.create_task_group() as tg:
+                for _ in range(5):
+                    tg.start_soon(one)
+            return codes
+
+    assert anyio.run(hammer) == [200] * 5
+    assert peak == 1
+
+
+def test_bad_settings_are_refused() -> None:
+    caller = FastToolCaller(ReplayTarget([]))
+    with pytest.raises(ValueError, match="max_concurrency"):
+        create_app(caller, max_concurrency=0)
+    with pytest.raises(ValueError, match="max_body_bytes"):
+        create_app(caller, max_body_bytes=0)
