@@ -1,0 +1,103 @@
+"""ooo-agent: fast, safe LLM tool calling.
+
+Declare tools with :func:`tool`, hand a model's turn to :class:`FastToolCaller`, get validated
+calls dispatched to your functions. White-box targets decode calls with lossless tree
+speculation (ToolSpec) joined by a sidecar model's out-of-order hints (OoO-Spec).
+
+``import ooo_agent`` never imports torch: ``HFTarget``, ``HFSidecar`` and the other heavy
+classes are loaded on first attribute access.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+from ooo_agent.caller import FastToolCaller
+from ooo_agent.calls import (
+    CallError,
+    CallErrorKind,
+    CallResult,
+    CallStats,
+    DecodeStats,
+    ErrorDetail,
+    RawCall,
+    SidecarStats,
+    SpeculationStats,
+    ToolCall,
+    ToolResult,
+)
+from ooo_agent.dispatch import dispatch
+from ooo_agent.errors import (
+    FormatError,
+    ModelNotAvailableError,
+    OooAgentError,
+    RetryBudgetExceeded,
+    SidecarError,
+    TargetError,
+    ToolDefinitionError,
+    ToolsetError,
+)
+from ooo_agent.sidecar.base import Hint, HintBox, Sidecar, SidecarRequest
+from ooo_agent.targets.base import Generation, Target, TargetRequest
+from ooo_agent.tools import Tool, ToolContext, Toolset, tool
+from ooo_agent.validate import validate_call, validate_calls
+
+if TYPE_CHECKING:
+    from ooo_agent.targets.hf import HFTarget
+    from ooo_agent.targets.openai import OpenAITarget
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "HFTarget": "ooo_agent.targets.hf",
+    "OpenAITarget": "ooo_agent.targets.openai",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ooo_agent' has no attribute {name!r}")
+    return getattr(import_module(module), name)
+
+
+__all__ = [
+    "CallError",
+    "CallErrorKind",
+    "CallResult",
+    "CallStats",
+    "DecodeStats",
+    "ErrorDetail",
+    "FastToolCaller",
+    "FormatError",
+    "Generation",
+    "HFTarget",
+    "Hint",
+    "HintBox",
+    "ModelNotAvailableError",
+    "OooAgentError",
+    "OpenAITarget",
+    "RawCall",
+    "RetryBudgetExceeded",
+    "Sidecar",
+    "SidecarError",
+    "SidecarRequest",
+    "SidecarStats",
+    "SpeculationStats",
+    "Target",
+    "TargetError",
+    "TargetRequest",
+    "Tool",
+    "ToolCall",
+    "ToolContext",
+    "ToolDefinitionError",
+    "ToolResult",
+    "Toolset",
+    "ToolsetError",
+    "__version__",
+    "dispatch",
+    "tool",
+    "validate_call",
+    "validate_calls",
+]

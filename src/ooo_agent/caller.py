@@ -1,0 +1,181 @@
+"""`FastToolCaller`: one model turn, from messages to validated, dispatched tool calls.
+
+The caller composes; it does not parse, validate or draft itself::
+
+    tools → Toolset → OpenAI tool dicts
+    ┌ sidecar.wave(request, box)        (mode "ooo"; started at the request's arrival)
+    └ target.generate(request)          (never waits for the box)
+    → format.parse → validate → dispatch → CallResult
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import anyio
+
+from ooo_agent.calls import CallError, CallResult, CallStats, RawCall, SidecarStats
+from ooo_agent.dispatch import dispatch as dispatch_calls
+from ooo_agent.sidecar.base import Hint, HintBox, Sidecar, SidecarRequest
+from ooo_agent.targets.base import Generation, Mode, Target, TargetRequest
+from ooo_agent.tools import Tool, Toolset
+from ooo_agent.validate import validate_calls
+
+__all__ = ["FastToolCaller"]
+
+ToolsLike = Toolset | Iterable[Tool | Mapping[str, Any] | Any]
+
+
+class FastToolCaller:
+    """Fast, validated tool calling over any :class:`~ooo_agent.targets.base.Target`.
+
+    Example::
+
+        caller = FastToolCaller(HFTarget.from_preset("smollm2-135m-toolcall"))
+        result = await caller.call([{"role": "user", "content": "Weather in Paris?"}], [get_weather])
+        print(result.calls, result.results)
+
+    Args:
+        target: the model whose output is the answer (the only commit authority).
+        sidecar: optional model predicting the call in one parallel wave (mode ``ooo``).
+        mode: ``vanilla`` | ``toolspec`` | ``ooo``; by default the fastest the pair supports.
+        sidecar_timeout: a wave still running after this many seconds is abandoned (the target
+            is never affected; the stats say ``timeout``).
+        strict: reject arguments not in a tool's schema instead of dropping them.
+        max_new_tokens: the target's token budget per turn.
+    """
+
+    def __init__(
+        self,
+        target: Target,
+        sidecar: Sidecar | None = None,
+        *,
+        mode: Mode | None = None,
+        sidecar_timeout: float | None = 10.0,
+        strict: bool | None = None,
+        max_new_tokens: int = 256,
+    ) -> None:
+        self.target = target
+        self.sidecar = sidecar
+        supported = tuple(target.modes)
+        if mode is None:
+            preferred: tuple[Mode, ...] = ("ooo", "toolspec", "vanilla") if sidecar else ("toolspec", "vanilla")
+            mode = next((m for m in preferred if m in supported), supported[0])
+        if mode not in supported:
+            raise ValueError(f"target supports modes {supported}, not {mode!r}")
+        if mode == "ooo" and sidecar is None:
+            raise ValueError("mode 'ooo' needs a sidecar")
+        self.mode: Mode = mode
+        self.sidecar_timeout = sidecar_timeout
+        self.strict = strict
+        self.max_new_tokens = max_new_tokens
+
+    async def call(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: ToolsLike,
+        *,
+        dispatch: bool = True,
+        mode: Mode | None = None,
+        tool_choice: str | Mapping[str, Any] = "auto",
+        parallel_tool_calls: bool = True,
+        max_new_tokens: int | None = None,
+    ) -> CallResult:
+        """Run one model turn and (by default) dispatch the validated calls.
+
+        Never raises for anything the model wrote: unknown tools, malformed JSON and schema
+        violations come back in ``result.errors``; tool exceptions and timeouts in
+        ``result.results``. A failing target (e.g. an HTTP error) raises ``TargetError``.
+        """
+        arrival = time.perf_counter()
+        toolset = tools if isinstance(tools, Toolset) else Toolset.coerce(tools)
+        tool_dicts = toolset.to_openai()
+        mode = mode or self.mode
+        use_sidecar = mode == "ooo" and self.sidecar is not None and bool(tool_dicts)
+        box = HintBox() if use_sidecar else None
+        request = TargetRequest(
+            messages=list(messages),
+            tools=tool_dicts,
+            mode=mode,
+            tool_choice=tool_choice,
+            parallel_tool_calls=parallel_tool_calls,
+            max_new_tokens=max_new_tokens or self.max_new_tokens,
+            hint_box=box,
+            arrival=arrival,
+        )
+        sidecar_stats = SidecarStats(status="off")
+        generation: Generation | None = None
+        async with anyio.create_task_group() as tg:
+            if box is not None and self.sidecar is not None:
+                sidecar_stats.status = "running"
+                wave_request = SidecarRequest(request.messages, tool_dicts, arrival)
+                tg.start_soon(self._run_wave, self.sidecar, wave_request, box, sidecar_stats)
+            generation = await self.target.generate(request)
+            generated_at = time.perf_counter()
+            tg.cancel_scope.cancel()  # a wave still running has nothing left to contribute
+        assert generation is not None
+        if sidecar_stats.status == "running":
+            sidecar_stats.status = "late"
+        if box is not None:
+            sidecar_stats.wait_s = time.perf_counter() - generated_at
+            sidecar_stats.function_arrival_step = box.function_step
+            sidecar_stats.slot_arrival_steps = dict(box.slot_steps)
+            sidecar_stats.hint_tokens_accepted = generation.stats.accepted_by_drafter.get("hint", 0)
+
+        result = CallResult(raw_text=generation.text)
+        result.stats = CallStats(decode=generation.stats, sidecar=sidecar_stats)
+        result.stats.generate_s = generated_at - arrival
+
+        started = time.perf_counter()
+        raw_calls, parse_errors, result.text = self._extract_calls(generation)
+        result.calls, errors = validate_calls(raw_calls, toolset, strict=self.strict)
+        result.errors = [*parse_errors, *errors]
+        result.stats.validate_s = time.perf_counter() - started
+
+        if dispatch and result.calls:
+            started = time.perf_counter()
+            result.results = await dispatch_calls(result.calls, toolset)
+            result.stats.dispatch_s = time.perf_counter() - started
+        result.stats.total_s = time.perf_counter() - arrival
+        return result
+
+    def _extract_calls(self, generation: Generation) -> tuple[list[RawCall], list[CallError], str]:
+        if generation.raw_calls is not None:
+            return list(generation.raw_calls), [], generation.text
+        fmt = self.target.format
+        if fmt is None:
+            return [], [], generation.text
+        parsed = fmt.parse(generation.text)
+        return list(parsed.calls), list(parsed.errors), parsed.text
+
+    async def _run_wave(
+        self, sidecar: Sidecar, request: SidecarRequest, box: HintBox, stats: SidecarStats
+    ) -> None:
+        """Run one wave, recording what happened; never lets a sidecar fault reach the call."""
+        hint: Hint | None = None
+        try:
+            with anyio.fail_after(self.sidecar_timeout):
+                hint = await sidecar.wave(request, box)
+        except TimeoutError:
+            stats.status = "timeout"
+            stats.error = f"no answer within {self.sidecar_timeout}s"
+            return
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception as exc:  # a broken sidecar must never break the call
+            stats.status = "error"
+            stats.error = f"{type(exc).__name__}: {exc}"
+            return
+        stats.latency_s = time.perf_counter() - request.arrival
+        if not isinstance(hint, Hint):
+            stats.status = "garbage"
+            stats.error = f"wave returned {type(hint).__name__}, not a Hint"
+            return
+        names = {t["function"]["name"] for t in request.tools}
+        if hint.function is not None and hint.function not in names:
+            stats.status = "garbage"
+            stats.error = f"predicted unknown tool {hint.function!r}"
+            return
+        stats.status = "ok"

@@ -1,0 +1,169 @@
+"""`ooo-agent demo`: the SDK end to end on the embedded default model.
+
+Registers a few ordinary business tools, sends plain requests through `FastToolCaller`, and
+shows each call, its validation, the dispatched result, and — on the embedded model — vanilla vs
+toolspec vs ooo side by side (target forward passes, wall-clock time from the request's arrival).
+Without the embedded model (no `hf` extra or no adapter yet) it replays recorded outputs of that
+model and says so.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import anyio
+from rich.console import Console
+from rich.table import Table
+
+from ooo_agent.caller import FastToolCaller
+from ooo_agent.calls import CallResult
+from ooo_agent.targets.base import Mode, Target
+from ooo_agent.targets.replay import ReplayTarget
+from ooo_agent.tools import Tool, tool
+
+__all__ = ["DEMO_REQUESTS", "demo_tools", "run_demo"]
+
+_ORDERS = {"A1001": "shipped", "A1002": "processing", "B2001": "delivered"}
+
+
+@tool(read_only=True)
+def get_order_status(order_id: str) -> dict[str, str]:
+    """Look up the status of a customer order.
+
+    Args:
+        order_id: The order identifier, e.g. "A1001".
+    """
+    return {"order_id": order_id, "status": _ORDERS.get(order_id, "unknown")}
+
+
+@tool
+def refund_order(order_id: str, amount: float, reason: str = "customer request") -> dict[str, Any]:
+    """Refund all or part of an order.
+
+    Args:
+        order_id: The order identifier.
+        amount: Amount to refund, in the order's currency.
+        reason: Why the refund is issued.
+    """
+    return {"order_id": order_id, "refunded": amount, "reason": reason}
+
+
+@tool(read_only=True)
+def convert_currency(amount: float, from_currency: str, to_currency: str) -> dict[str, Any]:
+    """Convert an amount of money from one currency to another.
+
+    Args:
+        amount: The amount to convert.
+        from_currency: Three-letter ISO code of the source currency.
+        to_currency: Three-letter ISO code of the target currency.
+    """
+    rates = {"USD": 1.0, "EUR": 0.92, "GBP": 0.79, "JPY": 151.0}
+    rate = rates.get(to_currency.upper(), 1.0) / rates.get(from_currency.upper(), 1.0)
+    return {"amount": round(amount * rate, 2), "currency": to_currency.upper()}
+
+
+@tool(read_only=True)
+def get_weather(city: str, unit: Literal["celsius", "fahrenheit"] = "celsius") -> dict[str, Any]:
+    """Get the current weather in a city.
+
+    Args:
+        city: The city name, e.g. "Paris".
+        unit: Temperature unit.
+    """
+    temperature = random.Random(city).randint(-5, 30)
+    if unit == "fahrenheit":
+        temperature = round(temperature * 9 / 5 + 32)
+    return {"city": city, "temperature": temperature, "unit": unit}
+
+
+def demo_tools() -> list[Tool]:
+    return [get_order_status, refund_order, convert_currency, get_weather]
+
+
+DEMO_REQUESTS = [
+    "What is the status of my order A1002?",
+    "How much is 250 US dollars in euros?",
+    "What's the weather like in Lisbon right now?",
+    "Please refund 19.99 on order B2001, the item arrived damaged.",
+]
+
+RECORDED = [
+    '<tool_call>\n{"name": "get_order_status", "arguments": {"order_id": "A1002"}}\n</tool_call>',
+    '<tool_call>\n{"name": "convert_currency", "arguments": {"amount": 250, "from_currency": "USD", "to_currency": "EUR"}}\n</tool_call>',
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lisbon"}}\n</tool_call>',
+    '<tool_call>\n{"name": "refund_order", "arguments": {"order_id": "B2001", "amount": 19.99, "reason": "item arrived damaged"}}\n</tool_call>',
+]
+
+
+def _load_embedded(console: Console) -> tuple[Target, Any] | None:
+    try:
+        from ooo_agent.targets.hf import HFTarget
+
+        target = HFTarget.from_preset("smollm2-135m-toolcall")
+    except Exception as exc:
+        console.print(f"[yellow]Embedded model unavailable ({exc}).[/]")
+        return None
+    sidecar = None
+    try:
+        from ooo_agent.sidecar.hf import HFSidecar
+
+        sidecar = HFSidecar.from_preset("smollm2-135m-sidecar")
+    except Exception as exc:
+        console.print(f"[yellow]Embedded sidecar unavailable ({exc}); mode ooo is skipped.[/]")
+    return target, sidecar
+
+
+def _show(console: Console, request: str, result: CallResult) -> None:
+    console.print(f"\n[bold]> {request}[/]")
+    for call, res in zip(result.calls, result.results, strict=False):
+        status = "[green]ok[/]" if res.ok else f"[red]{res.error}[/]"
+        console.print(f"  [cyan]{call.name}[/]({call.arguments}) validated → {status} {res.content()}")
+    for error in result.errors:
+        console.print(f"  [red]rejected[/] {error.kind.value}: {error.message}")
+    if not result.calls and not result.errors:
+        console.print(f"  text: {result.text!r}")
+
+
+async def _run(console: Console, requests: Sequence[str]) -> int:
+    loaded = _load_embedded(console)
+    tools = demo_tools()
+    if loaded is None:
+        console.print(
+            "[bold yellow]Replaying recorded outputs of the embedded model[/] "
+            "(parsing, validation and dispatch are real; no model runs)."
+        )
+        caller = FastToolCaller(ReplayTarget(RECORDED))
+        for request in requests:
+            _show(console, request, await caller.call([{"role": "user", "content": request}], tools))
+        return 0
+    target, sidecar = loaded
+    modes: list[Mode] = [m for m in ("vanilla", "toolspec", "ooo") if m in target.modes]
+    if sidecar is None and "ooo" in modes:
+        modes.remove("ooo")
+    caller = FastToolCaller(target, sidecar)
+    table = Table(title="Same model, same run: vanilla vs toolspec vs ooo")
+    table.add_column("request")
+    for mode in modes:
+        table.add_column(f"{mode}\nforwards / s", justify="right")
+    table.add_column("identical")
+    for request in requests:
+        messages = [{"role": "user", "content": request}]
+        outputs: dict[str, CallResult] = {}
+        for mode in modes:
+            outputs[mode] = await caller.call(messages, tools, mode=mode)
+        _show(console, request, outputs[modes[-1]])
+        same = len({r.raw_text for r in outputs.values()}) == 1
+        cells = [
+            f"{r.stats.decode.forward_passes} / {r.stats.total_s:.2f}" for r in outputs.values()
+        ]
+        table.add_row(request[:40], *cells, "[green]yes[/]" if same else "[red]NO[/]")
+    console.print(table)
+    return 0
+
+
+def run_demo(requests: Sequence[str] = DEMO_REQUESTS) -> int:
+    """Run the demo; returns a process exit code."""
+    console = Console()
+    return anyio.run(_run, console, requests)
