@@ -1,0 +1,178 @@
+"""FastToolCaller: composition, sidecar fault handling and stats, on a replayed target."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import anyio
+import pytest
+
+from ooo_agent import CallErrorKind, FastToolCaller, Hint, HintBox, SidecarRequest, tool
+from ooo_agent.targets.base import Generation, Mode, TargetRequest
+from ooo_agent.targets.replay import ReplayTarget
+
+pytestmark = pytest.mark.anyio
+
+CALL = '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": 2}}\n</tool_call>'
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: first
+        b: second
+    """
+    return a + b
+
+
+@tool
+async def slow_echo(text: str) -> str:
+    """Echo after a pause."""
+    await anyio.sleep(0.05)
+    return text
+
+
+class SpeculativeReplay(ReplayTarget):
+    """A replay target that claims every mode and records what the hint box held."""
+
+    def __init__(self, outputs: list[str], steps: int = 5, step_s: float = 0.02) -> None:
+        super().__init__(outputs, cycle=True)
+        self.steps, self.step_s = steps, step_s
+        self.seen: list[Hint] = []
+
+    @property
+    def modes(self) -> tuple[Mode, ...]:
+        return ("vanilla", "toolspec", "ooo")
+
+    async def generate(self, request: TargetRequest) -> Generation:
+        box = request.hint_box
+        for step in range(self.steps):
+            if box is not None:
+                box.mark_step(step)
+                self.seen.append(box.snapshot())
+            await anyio.sleep(self.step_s)
+        return await super().generate(request)
+
+
+class ScriptedSidecar:
+    def __init__(self, behaviour: str, delay: float = 0.0) -> None:
+        self.behaviour, self.delay = behaviour, delay
+        self.started = self.finished = self.cancelled = 0
+
+    async def wave(self, request: SidecarRequest, box: HintBox) -> Any:
+        self.started += 1
+        try:
+            await anyio.sleep(self.delay)
+            if self.behaviour == "raise":
+                raise RuntimeError("sidecar exploded")
+            if self.behaviour == "garbage":
+                return {"not": "a hint"}
+            if self.behaviour == "unknown":
+                return Hint("no_such_tool", {}, True)
+            box.set_function("add")
+            box.set_slot("a", 1)
+            box.set_slot("b", 2)
+            box.finish()
+            self.finished += 1
+            return box.snapshot()
+        except anyio.get_cancelled_exc_class():
+            self.cancelled += 1
+            raise
+
+
+async def test_call_validates_and_dispatches() -> None:
+    caller = FastToolCaller(ReplayTarget([CALL]))
+    result = await caller.call([{"role": "user", "content": "1+2"}], [add])
+    assert [c.name for c in result.calls] == ["add"]
+    assert result.calls[0].arguments == {"a": 1, "b": 2}
+    assert result.results[0].value == 3 and result.ok
+    assert result.stats.total_s >= result.stats.generate_s > 0
+    assert result.assistant_message()["tool_calls"][0]["function"]["name"] == "add"
+    assert result.tool_messages()[0]["content"] == "3"
+
+
+async def test_dispatch_false_returns_calls_only() -> None:
+    result = await FastToolCaller(ReplayTarget([CALL])).call([], [add], dispatch=False)
+    assert result.calls and not result.results
+
+
+async def test_model_errors_are_values_not_exceptions() -> None:
+    outputs = [
+        '<tool_call>\n{"name": "mul", "arguments": {"a": 1}}\n</tool_call>',
+        '<tool_call>\n{"name": "add", "arguments": {"a": 1, "b": "x"}}\n</tool_call>',
+        '<tool_call>\n{"name": "add", "arguments": {"a": 1, \n</tool_call>',
+        "Just some prose, no call.",
+    ]
+    caller = FastToolCaller(ReplayTarget(outputs))
+    kinds = []
+    for _ in outputs:
+        result = await caller.call([{"role": "user", "content": "?"}], [add])
+        kinds.append([e.kind for e in result.errors])
+        assert not result.results
+    assert kinds[0] == [CallErrorKind.UNKNOWN_TOOL]
+    assert kinds[1] and kinds[1][0] in (CallErrorKind.SCHEMA_VIOLATION, CallErrorKind.COERCION)
+    assert kinds[2] and kinds[2][0] in (CallErrorKind.MALFORMED_JSON, CallErrorKind.MALFORMED_CALL)
+    assert kinds[3] == []
+
+
+async def test_default_mode_follows_target_and_sidecar() -> None:
+    assert FastToolCaller(ReplayTarget([])).mode == "vanilla"
+    assert FastToolCaller(SpeculativeReplay([])).mode == "toolspec"
+    assert FastToolCaller(SpeculativeReplay([]), ScriptedSidecar("ok")).mode == "ooo"
+    with pytest.raises(ValueError):
+        FastToolCaller(ReplayTarget([]), mode="ooo")
+    with pytest.raises(ValueError):
+        FastToolCaller(SpeculativeReplay([]), mode="ooo")
+
+
+async def test_hint_reaches_target_while_it_decodes() -> None:
+    target = SpeculativeReplay([CALL], steps=6, step_s=0.03)
+    sidecar = ScriptedSidecar("ok", delay=0.05)
+    result = await FastToolCaller(target, sidecar).call([], [add])
+    assert result.stats.sidecar.status == "ok"
+    # The first steps ran before the hint landed, the last ones saw it.
+    assert target.seen[0].function is None
+    assert target.seen[-1].function == "add" and dict(target.seen[-1].slots) == {"a": 1, "b": 2}
+    arrival = result.stats.sidecar.function_arrival_step
+    assert arrival is not None and arrival > 0
+    assert result.stats.sidecar.latency_s is not None and result.stats.sidecar.latency_s >= 0.05
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "delay", "status"),
+    [("raise", 0.0, "error"), ("garbage", 0.0, "garbage"), ("unknown", 0.0, "garbage"), ("ok", 5.0, "late")],
+)
+async def test_sidecar_faults_change_nothing(behaviour: str, delay: float, status: str) -> None:
+    plain = await FastToolCaller(SpeculativeReplay([CALL]), mode="toolspec").call([], [add])
+    sidecar = ScriptedSidecar(behaviour, delay)
+    started = time.perf_counter()
+    result = await FastToolCaller(SpeculativeReplay([CALL]), sidecar).call([], [add])
+    assert time.perf_counter() - started < 2.0, "the call waited for a hanging sidecar"
+    assert result.raw_text == plain.raw_text and result.calls[0].arguments == plain.calls[0].arguments
+    assert result.results[0].value == 3
+    assert result.stats.sidecar.status == status
+    if behaviour == "ok":  # hung past the call: cancelled, no task left behind
+        assert sidecar.cancelled == 1 and sidecar.finished == 0
+
+
+async def test_sidecar_timeout_is_recorded() -> None:
+    target = SpeculativeReplay([CALL], steps=10, step_s=0.02)
+    caller = FastToolCaller(target, ScriptedSidecar("ok", delay=1.0), sidecar_timeout=0.05)
+    result = await caller.call([], [add])
+    assert result.stats.sidecar.status == "timeout"
+    assert result.results[0].value == 3
+
+
+async def test_no_threads_or_tasks_leak_after_many_calls() -> None:
+    before = threading.active_count()
+    caller = FastToolCaller(SpeculativeReplay([CALL], steps=1, step_s=0.0), ScriptedSidecar("ok", delay=1.0))
+    for _ in range(5):
+        result = await caller.call([], [add, slow_echo])
+        assert result.stats.sidecar.status == "late"
+    await anyio.sleep(0.05)
+    # anyio's worker threads are pooled; at most a couple may be kept idle.
+    assert threading.active_count() <= before + 2
