@@ -8,6 +8,8 @@ from __future__ import annotations
 from ooo_agent.errors import FormatError
 from ooo_agent.formats.base import CallSkeleton, ChatFormat, ParseResult, TextDraft
 from ooo_agent.formats.hermes import HermesFormat
+from ooo_agent.formats.json_format import JsonFormat
+from ooo_agent.formats.llama3 import Llama3Format
 
 __all__ = [
     "FORMATS",
@@ -15,6 +17,8 @@ __all__ = [
     "ChatFormat",
     "FormatError",
     "HermesFormat",
+    "JsonFormat",
+    "Llama3Format",
     "ParseResult",
     "TextDraft",
     "get_format",
@@ -22,10 +26,19 @@ __all__ = [
 
 FORMATS: dict[str, type[ChatFormat]] = {
     "hermes": HermesFormat,
+    "json": JsonFormat,
+    "llama3": Llama3Format,
 }
 """Format classes by name."""
 
-_ALIASES = {"qwen": "hermes", "qwen2.5": "hermes", "qwen3": "hermes"}
+_ALIASES = {
+    "qwen": "hermes",
+    "qwen2.5": "hermes",
+    "qwen3": "hermes",
+    "toolspec": "json",
+    "llama3.1": "llama3",
+    "llama": "llama3",
+}
 
 
 def get_format(name: str | ChatFormat) -> ChatFormat:
@@ -35,8 +48,10 @@ def get_format(name: str | ChatFormat) -> ChatFormat:
     """
     if isinstance(name, ChatFormat):
         return name
-    key = _ALIASES.get(name.lower(), name.lower()) if isinstance(name, str) else name
-    cls = FORMATS.get(key)
+    if not isinstance(name, str):
+        raise FormatError(f"a format is a name or a ChatFormat, got {type(name).__name__}")
+    key = name.strip().lower()
+    cls = FORMATS.get(_ALIASES.get(key, key))
     if cls is None:
         raise FormatError(f"unknown call format {name!r}; known: {', '.join(sorted(FORMATS))}")
     return cls()

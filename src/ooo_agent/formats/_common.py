@@ -33,7 +33,9 @@ ARGUMENT_KEYS = ("arguments", "parameters")
 _FENCE_LINE = re.compile(r"^[ \t]*```[\w+-]*[ \t]*$\n?", re.MULTILINE)
 # Where a JSON call may start: an object whose first key is "name", or a list of them.
 _CALL_START = re.compile(r'(?:\[\s*)?\{\s*"name"\s*:')
-_OPENERS = re.compile(r"[{\[]")
+# Where decoding is worth trying: an object (or list of objects) opening with a call's key.
+# Trying every brace instead would make parsing quadratic on brace-heavy text.
+_CANDIDATE = re.compile(r'(?:\[\s*)?\{\s*"(?:name|arguments|parameters)"\s*:')
 
 
 def plain(value: Any) -> Any:
@@ -229,7 +231,7 @@ class JsonCallScan:
 
 
 def _openers(text: str) -> Iterator[int]:
-    for match in _OPENERS.finditer(text):
+    for match in _CANDIDATE.finditer(text):
         yield match.start()
 
 

@@ -14,7 +14,6 @@ Example::
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -23,6 +22,7 @@ from ooo_agent.calls import CallError, CallErrorKind, RawCall
 from ooo_agent.formats._common import (
     call_from_object,
     content_text,
+    decode_json,
     dump_json,
     malformed_json,
     message_calls,
@@ -54,6 +54,9 @@ _SYSTEM_TAIL = (
 # A block runs to its closing tag, or to the next opening tag / the end when unterminated
 # (the model ran out of tokens or was stopped at the closing tag).
 _BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.DOTALL)
+# Around the JSON of a block: whitespace and an optional code fence.
+_BODY_START = re.compile(r"\s*(?:```[\w+-]*\s*)?")
+_BODY_END = re.compile(r"\s*(?:```\s*)?(?:</tool_call>)?")
 
 SYNTAX = CallSyntax(
     prefix='<tool_call>\n{"name": "',
@@ -141,31 +144,38 @@ class HermesFormat(ChatFormat):
         errors: list[CallError] = []
         outside: list[str] = []
         pos = 0
-        for match in _BLOCK.finditer(text):
-            outside.append(text[pos : match.start()])
-            pos = match.end()
-            self._parse_block(match.group(1), match.group(0), calls, errors)
+        while (at := text.find(_OPEN, pos)) >= 0:
+            outside.append(text[pos:at])
+            pos = self._parse_block(text, at, calls, errors)
         outside.append(text[pos:])
         rest = "".join(outside).replace(_CLOSE, "")
         return ParseResult(calls, strip_fence_lines(rest).strip(), errors)
 
     @staticmethod
-    def _parse_block(body: str, raw: str, calls: list[RawCall], errors: list[CallError]) -> None:
-        body = strip_fence_lines(body).strip()
-        if not body:
-            errors.append(
-                CallError(
-                    CallErrorKind.MALFORMED_CALL,
-                    f"The tool call is empty. Write it as {_EXAMPLE}.",
-                    raw=raw,
-                )
-            )
-            return
+    def _parse_block(text: str, at: int, calls: list[RawCall], errors: list[CallError]) -> int:
+        """Parse the block opened at ``at``; return where the text after it starts."""
+        start = _BODY_START.match(text, at + len(_OPEN)).end()  # type: ignore[union-attr]
         try:
-            obj = json.loads(body)
-        except (RecursionError, ValueError) as exc:
-            errors.append(malformed_json(raw, exc, _EXAMPLE))
-            return
+            # Decode first and look for the closing tag after: a "</tool_call>" inside an
+            # argument string must not end the block.
+            obj, end = decode_json(text, start)
+        except ValueError as exc:
+            block = _BLOCK.match(text, at)
+            assert block is not None  # the pattern matches any text after "<tool_call>"
+            raw = block.group(0)
+            if not strip_fence_lines(block.group(1)).strip():
+                errors.append(
+                    CallError(
+                        CallErrorKind.MALFORMED_CALL,
+                        f"The tool call is empty. Write it as {_EXAMPLE}.",
+                        raw=raw,
+                    )
+                )
+            else:
+                errors.append(malformed_json(raw, exc, _EXAMPLE))
+            return block.end()
+        end = _BODY_END.match(text, end).end()  # type: ignore[union-attr]
+        raw = text[at:end]
         items = obj if isinstance(obj, list) and obj else [obj]
         for item in items:
             if not isinstance(item, dict):
@@ -182,6 +192,7 @@ class HermesFormat(ChatFormat):
                 calls.append(result)
             else:
                 errors.append(result)
+        return end
 
     # -- decoding support ------------------------------------------------------------
     def skeleton(self, tools: Sequence[ToolDict]) -> SchemaSkeleton:

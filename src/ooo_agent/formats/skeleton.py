@@ -59,6 +59,8 @@ class CallSyntax:
     separator: str
     anchor: str | None = None
     """Literal that starts every call (``<tool_call>``); ``None``: find calls by JSON depth."""
+    opens_after: str = ""
+    """Characters besides whitespace after which a call may start (``[`` of a call list)."""
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,17 @@ class _ToolShape:
     required: frozenset[str]
     value_drafts: Mapping[str, tuple[str, ...]]
     open_schema: bool
+
+
+@dataclass(frozen=True)
+class _HintView:
+    """A hint as the skeleton uses it: the function and each slot's JSON text."""
+
+    function: str | None
+    values: Mapping[str, str]
+
+
+_NO_HINT = _HintView(None, {})
 
 
 @dataclass
@@ -133,6 +146,8 @@ def _shape(tool: ToolDict) -> _ToolShape:
 
 
 def _decode_string(body: str) -> str | None:
+    if "\\" not in body:
+        return body  # the common case: no escapes, the body is the value
     try:
         value = json.loads('"' + body + '"')
     except ValueError:
@@ -218,7 +233,7 @@ class SchemaSkeleton(CallSkeleton):
         for tool in tools:
             shape = _shape(tool)
             self._tools.setdefault(shape.name, shape)
-        self._hint_cache: tuple[Hint, dict[str, str]] | None = None
+        self._hint_cache: tuple[Hint, _HintView] | None = None
         self._top = _TopLevelScan()
 
     # -- public ------------------------------------------------------------------------
@@ -234,7 +249,7 @@ class SchemaSkeleton(CallSkeleton):
             return []
         if state.boundary == _CALL_DONE:
             # The hint describes one call, and the target has written one.
-            return self._outside(body[state.end :], first=False, hinted={})
+            return self._outside(body[state.end :], first=False, hinted=_NO_HINT)
         typed = body[state.at :]
         return _select(self._candidates(state, hinted, typed), typed)
 
@@ -329,28 +344,35 @@ class SchemaSkeleton(CallSkeleton):
         return None
 
     # -- candidates at each boundary ---------------------------------------------------
-    def _hinted(self, hint: Hint | None) -> dict[str, str]:
-        """The hint as ``{"": function, key: rendered value}``, cached per hint object."""
+    def _hinted(self, hint: Hint | None) -> _HintView:
+        """The hint's function and rendered slot values, cached per hint object."""
         if hint is None or hint.function is None or hint.function not in self._tools:
-            return {}
+            return _NO_HINT
         cached = self._hint_cache
         if cached is not None and cached[0] is hint:
             return cached[1]
         tool = self._tools[hint.function]
-        rendered: dict[str, str] = {"": hint.function}
+        values: dict[str, str] = {}
         for key, value in hint.slots.items():
             if key in tool.key_json or tool.open_schema:
                 try:
-                    rendered[key] = json.dumps(value, ensure_ascii=False)
+                    values[key] = json.dumps(value, ensure_ascii=False)
                 except (TypeError, ValueError):
                     continue  # a value the target could not have written
-        self._hint_cache = (hint, rendered)
-        return rendered
+        view = _HintView(hint.function, values)
+        self._hint_cache = (hint, view)
+        return view
 
-    def _hint_rest(self, tool: _ToolShape, hinted: dict[str, str], used: Sequence[str]) -> str:
+    def _hint_rest(self, tool: _ToolShape, hinted: _HintView, used: Sequence[str]) -> str:
         """The hinted keys not yet written, in schema order, then the call's closing text."""
-        order = tool.keys if not tool.open_schema else tuple(k for k in hinted if k)
-        parts = [f"{dump_json(k)}: {hinted[k]}" for k in order if k in hinted and k not in used]
+        order = tool.keys if not tool.open_schema else tuple(hinted.values)
+        values = hinted.values
+        key_json = tool.key_json
+        parts = [
+            f"{key_json.get(k) or dump_json(k)}: {values[k]}"
+            for k in order
+            if k in values and k not in used
+        ]
         return ", ".join(parts) + "}" + self.syntax.suffix
 
     def _opening(self, tool: _ToolShape) -> str:
@@ -360,13 +382,13 @@ class SchemaSkeleton(CallSkeleton):
             return head + '"'
         return head + "}" + self.syntax.suffix
 
-    def _after_name_candidates(self, hinted: dict[str, str]) -> list[TextDraft]:
+    def _after_name_candidates(self, hinted: _HintView) -> list[TextDraft]:
         """Candidates from the name's opening quote: the hinted call, then every tool."""
         out: list[TextDraft] = []
-        function = hinted.get("")
+        function = hinted.function
         if function is not None:
             tool = self._tools[function]
-            if len(hinted) > 1 or not tool.keys:
+            if hinted.values or not tool.keys:
                 rest = '"' + self.syntax.after_name + "{" + self._hint_rest(tool, hinted, ())
             else:
                 rest = self._opening(tool)
@@ -383,34 +405,34 @@ class SchemaSkeleton(CallSkeleton):
             f"{lead}{tool.key_json[k]}: {chr(34) if k in tool.string_keys else ''}" for k in keys
         ]
 
-    def _candidates(self, state: _State, hinted: dict[str, str], typed: str) -> list[TextDraft]:
+    def _candidates(self, state: _State, hinted: _HintView, typed: str) -> list[TextDraft]:
         tool = state.tool
         if state.boundary == _NAME_START:
             return self._after_name_candidates(hinted)
         if tool is None:
             return [TextDraft('"' + self.syntax.after_name + '{"', "schema")]
-        use_hint = hinted.get("") == tool.name
+        use_hint = hinted.function == tool.name
         close = "}" + self.syntax.suffix
         out: list[TextDraft] = []
         if state.boundary == _NAME_DONE:
             head = self.syntax.after_name + "{"
-            if use_hint and len(hinted) > 1:
+            if use_hint and (hinted.values or not tool.keys):
                 out.append(TextDraft(head + self._hint_rest(tool, hinted, ()), "hint"))
             out.extend(TextDraft(head + k, "schema") for k in self._key_candidates(tool, (), ""))
             if not tool.required:
                 out.append(TextDraft(head + close, "schema"))
         elif state.boundary == _OBJ_OPEN:
-            if use_hint and len(hinted) > 1:
+            if use_hint and (hinted.values or not tool.keys):
                 out.append(TextDraft(self._hint_rest(tool, hinted, ()), "hint"))
             out.extend(TextDraft(k, "schema") for k in self._key_candidates(tool, (), ""))
             if not tool.required:
                 out.append(TextDraft(close, "schema"))
         elif state.boundary == _KEY_DONE:
             key = state.key or ""
-            if use_hint and key in hinted:
+            if use_hint and key in hinted.values:
                 rest = self._hint_rest(tool, hinted, state.used)
                 sep = "" if rest.startswith("}") else ", "
-                out.append(TextDraft(f": {hinted[key]}{sep}{rest}", "hint"))
+                out.append(TextDraft(f": {hinted.values[key]}{sep}{rest}", "hint"))
             out.extend(TextDraft(": " + v, "schema") for v in tool.value_drafts.get(key, ()))
             out.append(TextDraft(": " + ('"' if key in tool.string_keys else ""), "schema"))
             if state.in_scalar:
@@ -426,7 +448,7 @@ class SchemaSkeleton(CallSkeleton):
         return out
 
     def _after_value(
-        self, tool: _ToolShape, used: Sequence[str], hinted: dict[str, str], use_hint: bool
+        self, tool: _ToolShape, used: Sequence[str], hinted: _HintView, use_hint: bool
     ) -> list[TextDraft]:
         out: list[TextDraft] = []
         close = "}" + self.syntax.suffix
@@ -439,13 +461,13 @@ class SchemaSkeleton(CallSkeleton):
         out.extend(keys + closing if missing_required else closing + keys)
         return out
 
-    def _outside(self, text: str, *, first: bool, hinted: dict[str, str]) -> list[TextDraft]:
+    def _outside(self, text: str, *, first: bool, hinted: _HintView) -> list[TextDraft]:
         """Drafts between calls: the next call's prefix (+ name), when one may start here."""
         if not self._tools:
             return []
         lead = self.syntax.prefix if first else self.syntax.separator + self.syntax.prefix
         typed = _partial_suffix(text, lead)
-        if not typed and text and not text[-1].isspace():
+        if not typed and text and not (text[-1].isspace() or text[-1] in self.syntax.opens_after):
             return []  # mid-sentence: a call does not start here
         heads = self._after_name_candidates(hinted)
         return _select([TextDraft(lead + d.text, d.source) for d in heads], typed)
