@@ -491,6 +491,15 @@ class Toolset:
             return cls(tools)
         raise ToolDefinitionError(f"cannot make tools from {type(tools).__name__}")
 
+    @classmethod
+    def from_langchain(cls, tools: Iterable[Any]) -> Toolset:
+        """LangChain tools (or functions) as a toolset: calls are validated by our validator,
+        then run by ``tool.ainvoke``. Needs the ``langchain`` extra; see
+        :func:`ooo_agent.integrations.langchain.toolset_from_langchain`."""
+        from ooo_agent.integrations.langchain import toolset_from_langchain
+
+        return toolset_from_langchain(list(tools))
+
     @property
     def names(self) -> tuple[str, ...]:
         return tuple(self._tools)
