@@ -185,3 +185,10 @@ def test_retry_prompt_lists_every_error() -> None:
               CallError(CallErrorKind.MALFORMED_JSON, "bad JSON", name="add")]  # fmt: skip
     text = retry_prompt(errors)
     assert "2 tool calls were rejected" in text and "unknown tool 'x'" in text and "bad JSON" in text
+
+
+def test_agent_is_part_of_the_public_api() -> None:
+    import ooo_agent
+
+    assert ooo_agent.Agent is Agent
+    assert "Agent" in ooo_agent.__all__ and "AgentResult" in ooo_agent.__all__

@@ -13,6 +13,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from ooo_agent.agent import Agent, AgentResult
 from ooo_agent.caller import FastToolCaller
 from ooo_agent.calls import (
     CallError,
@@ -63,6 +64,8 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "Agent",
+    "AgentResult",
     "CallError",
     "CallErrorKind",
     "CallResult",
