@@ -1,0 +1,209 @@
+"""The ``ooo-agent`` command line.
+
+Each subcommand is one pair of functions: ``_add_<name>_parser(subparsers)`` declares its
+arguments and sets ``handler=_cmd_<name>``; ``_cmd_<name>(args) -> int`` runs it and returns
+the exit status. Register the adder in :data:`SUBCOMMANDS`. Heavy imports (torch, servers)
+go inside the ``_cmd_`` function so that ``ooo-agent --help`` stays instant.
+
+Errors from ooo-agent (:class:`~ooo_agent.errors.OooAgentError`) and :class:`CliError` are
+printed as one line on stderr with exit status 1; argparse usage errors exit with 2.
+
+Example::
+
+    ooo-agent --version
+    ooo-agent tools myapp.tools:toolset
+    ooo-agent tools ./tools.py:get_weather --table
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ooo_agent.errors import OooAgentError
+
+__all__ = ["SUBCOMMANDS", "CliError", "build_parser", "load_object", "main"]
+
+Subparsers = Any
+"""``argparse._SubParsersAction`` (private in the standard library, hence untyped here)."""
+
+
+class CliError(Exception):
+    """A problem with what the user asked for on the command line."""
+
+
+def _version() -> str:
+    from ooo_agent import __version__
+
+    return str(__version__)
+
+
+# -- shared helpers ---------------------------------------------------------------------
+def load_object(spec: str) -> Any:
+    """The object named by ``module:attr`` (``attr`` may be dotted; ``module`` may be a
+    ``.py`` file path). The current directory is importable, as for ``python -m``."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise CliError(f"expected MODULE:ATTRIBUTE (like 'myapp.tools:toolset'), got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        if module_name.endswith(".py"):
+            module = _load_file(Path(module_name))
+        else:
+            module = importlib.import_module(module_name)
+    except CliError:
+        raise
+    except Exception as exc:  # an import runs arbitrary code: report anything it raises
+        raise CliError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
+    obj: Any = module
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise CliError(f"{module_name!r} has no attribute {attr!r}") from None
+    return obj
+
+
+def _load_file(path: Path) -> Any:
+    if not path.is_file():
+        raise CliError(f"no such file: {path}")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    if spec is None or spec.loader is None:
+        raise CliError(f"cannot load {path} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(path.stem, module)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _stdout() -> Console:
+    return Console(soft_wrap=True)
+
+
+# -- ooo-agent tools --------------------------------------------------------------------
+def _add_tools_parser(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "tools",
+        help="print the OpenAI schemas of the tools at MODULE:ATTR",
+        description="Print the OpenAI tool schemas of a Toolset, a Tool, a function or a "
+        "list of them, as the model will see them.",
+    )
+    parser.add_argument("target", metavar="MODULE:ATTR", help="e.g. myapp.tools:toolset")
+    parser.add_argument(
+        "--table", action="store_true", help="a summary table instead of the JSON schemas"
+    )
+    parser.set_defaults(handler=_cmd_tools)
+
+
+def _cmd_tools(args: argparse.Namespace) -> int:
+    from ooo_agent.tools import Toolset
+
+    toolset = Toolset.coerce(load_object(args.target))
+    schemas = toolset.to_openai()
+    console = _stdout()
+    if not args.table:
+        console.print_json(json.dumps(schemas, ensure_ascii=False))
+        return 0
+    table = Table("tool", "parameters", "description", title=f"{len(schemas)} tools")
+    for schema in schemas:
+        fn = schema["function"]
+        params = fn.get("parameters") or {}
+        required = set(params.get("required", []))
+        names = [p + ("" if p in required else "?") for p in params.get("properties", {})]
+        table.add_row(fn["name"], ", ".join(names), fn.get("description") or "")
+    console.print(table)
+    return 0
+
+
+# -- the parser -------------------------------------------------------------------------
+# -- ooo-agent serve-sidecar ------------------------------------------------------------
+def _add_serve_sidecar_parser(subparsers: Subparsers) -> None:
+    from ooo_agent.sidecar.server import add_arguments  # light: fastapi loads only to serve
+
+    parser = subparsers.add_parser(
+        "serve-sidecar",
+        help="serve the OoO-Spec sidecar over OpenAI-compatible /v1/completions",
+        description="Serve a sidecar model (base + LoRA adapter) as an OpenAI-compatible "
+        "completions server, one batched shared-prefix generation per request, as vLLM would.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(handler=_cmd_serve_sidecar)
+
+
+def _cmd_serve_sidecar(args: argparse.Namespace) -> int:
+    from ooo_agent.sidecar.server import run_from_args
+
+    return run_from_args(args)
+
+
+# -- ooo-agent serve --------------------------------------------------------------------
+def _add_serve_parser(subparsers: Subparsers) -> None:
+    from ooo_agent.integrations._serve import add_serve_arguments  # light: fastapi loads to serve
+
+    parser = subparsers.add_parser(
+        "serve",
+        help="serve a model over OpenAI-compatible /v1/chat/completions",
+        description="Serve the embedded model (or recorded outputs) as an OpenAI-compatible "
+        "chat-completions server with validated tool calls; clients run the tools.",
+    )
+    add_serve_arguments(parser)
+    parser.set_defaults(handler=_cmd_serve)
+
+
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from ooo_agent.integrations._serve import run_serve
+
+    return run_serve(args)
+
+
+SUBCOMMANDS: list[Callable[[Subparsers], None]] = [_add_tools_parser, _add_serve_sidecar_parser, _add_serve_parser]
+"""Adders of the subcommands, in the order ``--help`` lists them."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``ooo-agent`` argument parser with every registered subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="ooo-agent",
+        description="Fast, safe LLM tool calling: validated dispatch, lossless speculative "
+        "decoding (ToolSpec) and out-of-order sidecar hints (OoO-Spec).",
+    )
+    parser.add_argument("--version", action="version", version=f"ooo-agent {_version()}")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
+    for add in SUBCOMMANDS:
+        add(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (the console script exits with it)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(handler(args) or 0)
+    except (CliError, OooAgentError) as exc:
+        Console(stderr=True, soft_wrap=True).print(
+            Text.assemble(("error: ", "bold red"), str(exc))
+        )
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
