@@ -364,9 +364,11 @@ class Tool:
             assert core.args_model is not None
             args.append(core.args_model.model_validate(arguments))
         else:
-            errors = sorted(self.validator().iter_errors(arguments), key=lambda e: e.path)
-            if errors:
-                raise ValueError(f"invalid arguments for {self.name!r}: {errors[0].message}")
+            from jsonschema.exceptions import best_match
+
+            error = best_match(self.validator().iter_errors(arguments))
+            if error is not None:
+                raise ValueError(f"invalid arguments for {self.name!r}: {error.message}")
             kwargs.update(arguments)
         if core.context_param is not None:
             kwargs[core.context_param] = context or ToolContext(

@@ -228,7 +228,8 @@ def _validate(raw_input: Any, toolset: Toolset, strict: bool) -> ToolCall | Call
         )
     arguments = decoded
     if not strict:
-        schema = found.schema()
+        # The validator's own schema: the tool's, read-only, no copy on the hot path.
+        schema = found.validator().schema
         arguments = loosen(arguments, schema, schema)
     checked = _check(found, arguments, strict)
     if isinstance(checked, tuple):
