@@ -73,10 +73,10 @@ def render_dialogue(messages: Sequence[Mapping[str, Any]]) -> str:
     System messages are left out (the sidecar has its own); an assistant turn's tool calls are
     shown as their JSON so a follow-up request sees what was already called.
     """
-    parts = ["**Dialogue Records History**"]
+    parts: list[str] = []
     for message in messages:
         role = message.get("role")
-        content = _text(message.get("content"))
+        content = _text(message.get("content")).strip()
         if role == "user":
             parts.append(f"<user>{content}</user>")
         elif role == "assistant":
@@ -92,7 +92,9 @@ def render_dialogue(messages: Sequence[Mapping[str, Any]]) -> str:
             parts.append(f"<response>{body}</response>")
         elif role == "tool":
             parts.append(f"<obs>{content}</obs>")
-    return "\n\n".join(parts)
+    # The adapter was trained on "**Dialogue Records History**\n<user>...</user>": one newline
+    # after the header, content stripped; later turns are separated by a blank line.
+    return "**Dialogue Records History**\n" + "\n\n".join(parts)
 
 
 def _loads(arguments: Any) -> Any:
@@ -194,7 +196,7 @@ def label_rows(
         if row.kind == "function_index":
             answer = str(selected)
         elif row.kind == "argument_value":
-            if row.function_index == selected and row.param in arguments:
+            if row.function_index == selected and row.param is not None and row.param in arguments:
                 answer = json.dumps(arguments[row.param], ensure_ascii=False, separators=(",", ":"))
             else:
                 answer = "null"

@@ -1,0 +1,179 @@
+"""What every sidecar backend shares: planning a wave's rows and landing answers in the box.
+
+A backend only has to turn prompt texts into answer texts; :class:`WavePlan` says which rows
+to ask, and :class:`WaveAssembler` takes each answer the moment it arrives, so the drafter sees
+the function as soon as its row finishes and each slot as soon as its own row does.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
+from ooo_agent.sidecar.prompts import PromptTemplate
+from ooo_agent.sidecar.rows import (
+    SemanticRow,
+    assemble_hint,
+    build_wave_rows,
+    parse_function_index,
+    parse_slot_value,
+    tool_signatures,
+)
+from ooo_agent.sidecar.slots import SlotCheck, slot_checker
+
+__all__ = ["WaveAssembler", "WaveOptions", "WavePlan", "WaveReport"]
+
+
+@dataclass
+class WaveReport:
+    """Everything one wave produced: the hint, dropped slots, arrival order and timing."""
+
+    hint: Hint
+    dropped: dict[str, str] = field(default_factory=dict)
+    arrivals: list[str] = field(default_factory=list)
+    """Row keys in the order their answers landed (``function``, ``<index>.<param>``)."""
+    answers: dict[str, str] = field(default_factory=dict)
+    """Raw answer text of every row asked, by row key."""
+    latency_s: float = 0.0
+    """From the request's arrival to the wave's last answer."""
+
+
+@dataclass(frozen=True)
+class WaveOptions:
+    """Which rows a wave asks.
+
+    Args:
+        ask_single_tool: ask the function-index row even when only one tool is offered
+            (by default the answer is known: index 0, published at the wave's start).
+        max_rows: cap on rows per wave (the function-index row counts); the rows kept are the
+            first in tool order. ``None``: no cap.
+        check_slots: drop slot values that fail the slot's JSON schema.
+    """
+
+    ask_single_tool: bool = False
+    max_rows: int | None = None
+    check_slots: bool = True
+
+    def __post_init__(self) -> None:
+        if self.max_rows is not None and self.max_rows < 1:
+            raise ValueError(f"max_rows must be at least 1, not {self.max_rows}")
+
+
+@dataclass
+class WavePlan:
+    """The rows one wave asks and their prompt texts (``prompts[i]`` is ``rows[i]``'s)."""
+
+    request: SidecarRequest
+    rows: list[SemanticRow]
+    prompts: list[str]
+    known_function: int | None = None
+    """Tool index known without asking (a single offered tool), else None."""
+
+    @classmethod
+    def build(
+        cls, request: SidecarRequest, template: PromptTemplate, options: WaveOptions
+    ) -> WavePlan:
+        rows = build_wave_rows(request.messages, request.tools)
+        known = None
+        if len(request.tools) == 1 and not options.ask_single_tool:
+            known = 0
+            rows = [r for r in rows if r.kind != "function_index"]
+        if options.max_rows is not None:
+            rows = rows[: options.max_rows]
+        return cls(request, rows, [template(r.messages) for r in rows], known)
+
+
+@dataclass
+class WaveAssembler:
+    """Receives row answers as they arrive (from any thread) and fills a :class:`HintBox`.
+
+    Slot answers that arrive before the function is known are held back: a hint's slots belong
+    to one function, so a value is published only once its function is the predicted one.
+    """
+
+    plan: WavePlan
+    box: HintBox
+    check: SlotCheck | None
+    function_answer: str | None = None
+    slot_answers: dict[str, str] = field(default_factory=dict)
+    arrivals: list[str] = field(default_factory=list)
+    """Row keys in the order their answers arrived (``function``, ``<index>.<param>``)."""
+    _function: int | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @classmethod
+    def start(cls, plan: WavePlan, box: HintBox, options: WaveOptions) -> WaveAssembler:
+        """A new assembler; publishes the function at once when the plan already knows it."""
+        check = slot_checker(plan.request.tools) if options.check_slots else None
+        assembler = cls(plan, box, check)
+        if plan.known_function is not None:
+            assembler.function_answer = str(plan.known_function)
+            assembler._publish_function(plan.known_function)
+        return assembler
+
+    @property
+    def _tools(self) -> Sequence[Mapping[str, Any]]:
+        return self.plan.request.tools
+
+    def answer(self, row_index: int, text: str) -> None:
+        """Record row ``row_index``'s answer and publish whatever it makes visible."""
+        row = self.plan.rows[row_index]
+        with self._lock:
+            self.arrivals.append(row.key)
+            if row.kind == "function_index":
+                self.function_answer = text
+                index = parse_function_index(text, len(self._tools))
+                if index is not None:
+                    self._publish_function(index)
+            elif row.kind == "argument_value" and row.param is not None:
+                self.slot_answers[row.key] = text
+                if self._function is not None and row.function_index == self._function:
+                    self._publish_slot(self._function, row.param, text)
+
+    def hint(self, *, complete: bool = True) -> tuple[Hint, dict[str, str]]:
+        """The assembled hint and the slots dropped, with reasons."""
+        with self._lock:
+            return assemble_hint(
+                self._tools,
+                self.function_answer,
+                dict(self.slot_answers),
+                check=self.check,
+                complete=complete,
+            )
+
+    def finish(self) -> WaveReport:
+        """Mark the box complete and report the wave."""
+        hint, dropped = self.hint()
+        self.box.finish()
+        with self._lock:
+            answers = dict(self.slot_answers)
+            if self.function_answer is not None:
+                answers["function"] = self.function_answer
+            arrivals = list(self.arrivals)
+        latency = time.perf_counter() - self.plan.request.arrival
+        return WaveReport(hint, dropped, arrivals, answers, latency)
+
+    # -- publishing (called with the lock held) -------------------------------------
+    def _publish_function(self, index: int) -> None:
+        self._function = index
+        name, params = tool_signatures(self._tools)[index]
+        self.box.set_function(name)
+        for param in params:
+            raw = self.slot_answers.get(f"{index}.{param}")
+            if raw is not None:
+                self._publish_slot(index, param, raw)
+
+    def _publish_slot(self, index: int, param: str, raw: str) -> None:
+        try:
+            value = parse_slot_value(raw)
+        except ValueError:  # garbage: the final hint reports it as dropped
+            return
+        if value is None:
+            return
+        if self.check is not None and self.check(index, param, value) is not None:
+            return
+        self.box.set_slot(param, value)

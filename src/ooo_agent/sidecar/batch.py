@@ -1,0 +1,342 @@
+"""Batched greedy generation that computes the batch's shared token prefix once.
+
+The rows of a sidecar wave share a long prefix (system message + dialogue), so the prefix is
+run through the model once at batch size 1, its KV cache is repeated across the batch, and only
+each row's own suffix is computed per row. Suffixes of different lengths are left-padded into
+the gap *between* the prefix and the suffix: one 4-D additive attention mask hides the pad
+columns ("holes") and explicit per-row position ids keep every real token at the position it
+has when the row runs alone, so each row's greedy answer equals running that row by itself.
+
+Rows that finish (end of turn, a stop string, or the token budget) are reported at once through
+``on_row`` and leave the batch, so later steps run only the rows still generating.
+
+Example::
+
+    gen = SharedPrefixGenerator(model, tokenizer, num_threads=1)
+    results = gen.generate([ids_a, ids_b], max_new_tokens=32)
+    print([r.text for r in results])
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["GenerationCancelled", "RowResult", "SharedPrefixGenerator", "common_prefix_length"]
+
+FinishReason = Literal["stop", "length"]
+
+
+class GenerationCancelled(Exception):
+    """Raised inside the generating thread when its cancel event was set between two steps."""
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """One row's answer: generated token ids (end-of-turn excluded), text, why it stopped."""
+
+    index: int
+    token_ids: list[int]
+    text: str
+    finish_reason: FinishReason
+
+
+def common_prefix_length(sequences: Sequence[Sequence[int]]) -> int:
+    """Length of the longest token prefix shared by every sequence (0 for an empty batch)."""
+    if not sequences:
+        return 0
+    first, length = sequences[0], min(len(s) for s in sequences)
+    for other in sequences[1:]:
+        i = 0
+        while i < length and other[i] == first[i]:
+            i += 1
+        length = i
+    return length
+
+
+def _cache_kwarg(model: Any) -> str:
+    """``cache`` on transformers versions that renamed ``past_key_values``, else the old name."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    try:
+        parameters = inspect.signature(base.forward).parameters
+    except (TypeError, ValueError):
+        return "past_key_values"
+    return "cache" if "cache" in parameters else "past_key_values"
+
+
+@contextlib.contextmanager
+def _torch_threads(count: int | None) -> Iterator[None]:
+    """Run with ``count`` intra-op threads in this thread, restoring the previous count after.
+
+    On a small machine the target and the sidecar must not both ask for every core.
+    """
+    import torch
+
+    if count is None:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
+class SharedPrefixGenerator:
+    """Greedy generation for a batch of token-id prompts with one shared-prefix prefill.
+
+    Args:
+        model: any ``transformers`` causal LM (a PEFT-wrapped one included), in eval mode.
+        tokenizer: its tokenizer (used for stop tokens and decoding answers).
+        num_threads: torch intra-op threads while generating; ``None`` leaves them alone.
+        stop_token_ids: tokens ending a row besides the tokenizer's and the generation
+            config's end-of-sequence ids and ``<|im_end|>`` / ``<|eot_id|>`` if present.
+
+    One generator runs one batch at a time (a lock serialises concurrent callers).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        num_threads: int | None = 1,
+        stop_token_ids: Iterable[int] = (),
+    ) -> None:
+        if num_threads is not None and num_threads < 1:
+            raise ValueError(f"num_threads must be at least 1 (or None), not {num_threads}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.num_threads = num_threads
+        self.stop_token_ids = frozenset(self._default_stop_ids(model, tokenizer)) | set(
+            stop_token_ids
+        )
+        self.cache_kwarg = _cache_kwarg(model)
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _default_stop_ids(model: Any, tokenizer: Any) -> set[int]:
+        ids: set[int] = set()
+        candidates: list[Any] = [getattr(tokenizer, "eos_token_id", None)]
+        config = getattr(model, "generation_config", None)
+        candidates.append(getattr(config, "eos_token_id", None))
+        for value in candidates:
+            if isinstance(value, int):
+                ids.add(value)
+            elif isinstance(value, (list, tuple)):
+                ids.update(v for v in value if isinstance(v, int))
+        vocab = tokenizer.get_vocab() if hasattr(tokenizer, "get_vocab") else {}
+        for token in ("<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<|endoftext|>"):
+            if token in vocab:
+                ids.add(int(vocab[token]))
+        return ids
+
+    def encode(self, text: str, *, add_special_tokens: bool = False) -> list[int]:
+        """Token ids of ``text`` (a chat template's output already holds its special tokens)."""
+        return list(self.tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"])
+
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        max_new_tokens: int = 32,
+        stop_strings: Sequence[str] = (),
+        on_row: Callable[[RowResult], None] | None = None,
+        cancel: threading.Event | None = None,
+    ) -> list[RowResult]:
+        """Greedy answers for ``prompts`` (token ids), in prompt order.
+
+        ``on_row`` is called from this thread as each row finishes; ``cancel`` is checked
+        before every forward pass (:class:`GenerationCancelled` when set).
+        """
+        if max_new_tokens < 0:
+            raise ValueError(f"max_new_tokens must be >= 0, not {max_new_tokens}")
+        if any(len(p) == 0 for p in prompts):
+            raise ValueError("every prompt needs at least one token")
+        if not prompts:
+            return []
+        import torch
+
+        with self._lock, _torch_threads(self.num_threads), torch.inference_mode():
+            return _Run(self, prompts, max_new_tokens, stop_strings, on_row, cancel).run()
+
+
+class _Run:
+    """The state of one batched generation; one method per phase."""
+
+    def __init__(
+        self,
+        owner: SharedPrefixGenerator,
+        prompts: Sequence[Sequence[int]],
+        max_new_tokens: int,
+        stop_strings: Sequence[str],
+        on_row: Callable[[RowResult], None] | None,
+        cancel: threading.Event | None,
+    ) -> None:
+        import torch
+
+        self.model = owner.model
+        self.cache_kwarg = owner.cache_kwarg
+        self.tokenizer = owner.tokenizer
+        self.stop_ids = owner.stop_token_ids
+        self.prompts = [list(p) for p in prompts]
+        self.max_new_tokens = max_new_tokens
+        self.stop_strings = tuple(s for s in stop_strings if s)
+        self.on_row = on_row
+        self.cancel = cancel
+        first = next(iter(self.model.parameters()))
+        self.device: Any = first.device
+        # The additive mask must be float32 or the query's dtype (see hf-tree-attention notes).
+        self.mask_dtype: Any = first.dtype if first.dtype.is_floating_point else torch.float32
+        self.results: dict[int, RowResult] = {}
+        self.generated: list[list[int]] = [[] for _ in self.prompts]
+        self.active: list[int] = []
+        self.keep: Any = None
+        self.next_pos: Any = None
+
+    def run(self) -> list[RowResult]:
+        if self.max_new_tokens == 0:
+            for i in range(len(self.prompts)):
+                self._finish(i, "length")
+            return self._ordered()
+        # Leave every row at least one suffix token, so each row has its own last position.
+        prefix_len = min(common_prefix_length(self.prompts), min(len(p) for p in self.prompts) - 1)
+        cache = self._prefill_prefix(prefix_len)
+        tokens = self._prefill_suffixes(cache, prefix_len)
+        while True:
+            tokens = self._commit(tokens, cache)
+            if not self.active:
+                return self._ordered()
+            tokens = self._step(tokens, cache)
+
+    # -- phases ------------------------------------------------------------------------
+    def _check_cancel(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise GenerationCancelled
+
+    def _forward(self, input_ids: Any, keep: Any, position_ids: Any, cache: Any) -> Any:
+        """One forward; ``keep`` ``[B, K]`` marks the key columns each row may see.
+
+        Returns each row's greedy next token.
+        """
+        import torch
+
+        self._check_cancel()
+        query_len = input_ids.shape[1]
+        key_len = keep.shape[1]
+        past = key_len - query_len
+        causal = torch.ones(query_len, key_len, dtype=torch.bool, device=self.device).tril(past)
+        allowed = keep[:, None, :] & causal[None]
+        # Each query always sees itself: a pad query that saw nothing would give NaN rows.
+        diagonal = torch.arange(query_len, device=self.device)
+        allowed[:, diagonal, past + diagonal] = True
+        mask = torch.zeros(allowed.shape, dtype=self.mask_dtype, device=self.device)
+        mask.masked_fill_(~allowed, torch.finfo(self.mask_dtype).min)
+        output = self.model(
+            input_ids=input_ids,
+            attention_mask=mask[:, None],
+            position_ids=position_ids,
+            use_cache=True,
+            **{self.cache_kwarg: cache},
+            logits_to_keep=1,
+        )
+        return output.logits[:, -1, :].argmax(dim=-1)
+
+    def _prefill_prefix(self, prefix_len: int) -> Any:
+        import torch
+        from transformers import DynamicCache
+
+        cache = DynamicCache(config=self.model.config)
+        if prefix_len > 0:
+            ids = torch.tensor([self.prompts[0][:prefix_len]], device=self.device)
+            keep = torch.ones(1, prefix_len, dtype=torch.bool, device=self.device)
+            positions = torch.arange(prefix_len, device=self.device)[None]
+            self._forward(ids, keep, positions, cache)
+            cache.batch_repeat_interleave(len(self.prompts))
+        return cache
+
+    def _prefill_suffixes(self, cache: Any, prefix_len: int) -> Any:
+        """Run every row's suffix, left-padded after the shared prefix; first tokens out."""
+        import torch
+
+        suffixes = [p[prefix_len:] for p in self.prompts]
+        width = max(len(s) for s in suffixes)
+        batch = len(suffixes)
+        ids = torch.zeros(batch, width, dtype=torch.long, device=self.device)
+        keep = torch.ones(batch, prefix_len + width, dtype=torch.bool, device=self.device)
+        positions = torch.full((batch, width), prefix_len, dtype=torch.long, device=self.device)
+        for row, suffix in enumerate(suffixes):
+            pad = width - len(suffix)
+            ids[row, pad:] = torch.tensor(suffix, device=self.device)
+            keep[row, prefix_len : prefix_len + pad] = False  # the holes
+            positions[row, pad:] = torch.arange(prefix_len, prefix_len + len(suffix))
+        self.active = list(range(batch))
+        self.keep = keep
+        self.next_pos = torch.tensor([len(p) for p in self.prompts], device=self.device)
+        return self._forward(ids, keep, positions, cache)
+
+    def _step(self, tokens: Any, cache: Any) -> Any:
+        """One token for every active row."""
+        import torch
+
+        column = torch.ones(self.keep.shape[0], 1, dtype=torch.bool, device=self.device)
+        self.keep = torch.cat([self.keep, column], 1)
+        next_tokens = self._forward(tokens[:, None], self.keep, self.next_pos[:, None], cache)
+        self.next_pos = self.next_pos + 1
+        return next_tokens
+
+    def _commit(self, tokens: Any, cache: Any) -> Any:
+        """Append each active row's new token; finished rows report and leave the batch."""
+        import torch
+
+        still: list[int] = []
+        for local, row in enumerate(self.active):
+            token = int(tokens[local])
+            if token in self.stop_ids:
+                self._finish(row, "stop")
+                continue
+            self.generated[row].append(token)
+            if self.stop_strings and self._hit_stop_string(row):
+                continue
+            if len(self.generated[row]) >= self.max_new_tokens:
+                self._finish(row, "length")
+                continue
+            still.append(local)
+        if len(still) == len(self.active):
+            return tokens
+        self.active = [self.active[i] for i in still]
+        if not still:
+            return tokens[:0]
+        index = torch.tensor(still, dtype=torch.long, device=self.device)
+        cache.batch_select_indices(index)
+        self.keep = self.keep[index]
+        self.next_pos = self.next_pos[index]
+        return tokens[index]
+
+    def _hit_stop_string(self, row: int) -> bool:
+        text = self._decode(self.generated[row])
+        cut = min((i for i in (text.find(s) for s in self.stop_strings) if i >= 0), default=-1)
+        if cut < 0:
+            return False
+        self._finish(row, "stop", text[:cut])
+        return True
+
+    # -- results -----------------------------------------------------------------------
+    def _decode(self, ids: list[int]) -> str:
+        return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+    def _finish(self, row: int, reason: FinishReason, text: str | None = None) -> None:
+        ids = self.generated[row]
+        result = RowResult(row, list(ids), self._decode(ids) if text is None else text, reason)
+        self.results[row] = result
+        if self.on_row is not None:
+            self.on_row(result)
+
+    def _ordered(self) -> list[RowResult]:
+        return [self.results[i] for i in range(len(self.prompts))]
+

@@ -1,0 +1,213 @@
+"""``HFSidecar``: the OoO-Spec sidecar in-process, with transformers (+ peft for the adapter).
+
+One wave is ONE batched greedy generation over all semantic rows: the rows' shared prefix
+(system message + dialogue) is computed once and its KV reused by every row
+(:class:`~ooo_agent.sidecar.batch.SharedPrefixGenerator`). Each row's answer lands in the
+:class:`~ooo_agent.sidecar.base.HintBox` the moment the row ends, so the drafter sees the
+function first (its row is one token long) and then each slot as it arrives.
+
+The generation runs in a worker thread with its own torch thread count (one by default: on a
+small machine the target and the sidecar must not both ask for every core) and stops between
+two forward passes when the wave is cancelled.
+
+Example::
+
+    sidecar = HFSidecar.from_pretrained("Qwen/Qwen3-0.6B", adapter="ArisrrrX/OoO-Spec-sidecar-lora")
+    caller = FastToolCaller(target, sidecar)
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from ooo_agent.errors import ModelNotAvailableError, SidecarError
+from ooo_agent.sidecar._wave import WaveAssembler, WaveOptions, WavePlan, WaveReport
+from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
+from ooo_agent.sidecar.batch import GenerationCancelled, RowResult, SharedPrefixGenerator
+from ooo_agent.sidecar.prompts import PromptTemplate, template_from_tokenizer
+
+__all__ = ["ADAPTER_SUBFOLDERS", "HFSidecar"]
+
+ADAPTER_SUBFOLDERS: dict[str, str] = {
+    "ArisrrrX/OoO-Spec-sidecar-lora": "sidecar-lora-spaced",
+}
+"""Default adapter subfolder of known multi-adapter repositories (``sidecar-lora`` selectable)."""
+
+_SUBFOLDER_CANDIDATES = ("sidecar-lora-spaced", "sidecar-lora")
+
+
+class HFSidecar:
+    """A sidecar model run in-process with transformers.
+
+    Args:
+        model: a causal LM (a ``PeftModel`` or a merged one), in eval mode.
+        tokenizer: its tokenizer; its chat template renders the rows unless ``template`` is given.
+        template: chat messages → prompt text (default: the tokenizer's template, thinking off).
+        num_threads: torch intra-op threads for the sidecar's generation (``None``: untouched).
+        max_new_tokens: token budget per row (answers are short: an index or a JSON value).
+        options: which rows a wave asks (:class:`~ooo_agent.sidecar._wave.WaveOptions`).
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        template: PromptTemplate | None = None,
+        num_threads: int | None = 1,
+        max_new_tokens: int = 32,
+        options: WaveOptions | None = None,
+    ) -> None:
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be at least 1, not {max_new_tokens}")
+        self.generator = SharedPrefixGenerator(model, tokenizer, num_threads=num_threads)
+        self.template = template or template_from_tokenizer(tokenizer)
+        self.max_new_tokens = max_new_tokens
+        self.options = options or WaveOptions()
+
+    @property
+    def model(self) -> Any:
+        return self.generator.model
+
+    @property
+    def tokenizer(self) -> Any:
+        return self.generator.tokenizer
+
+    # -- construction ------------------------------------------------------------------
+    @classmethod
+    def from_pretrained(
+        cls,
+        base: str | Path,
+        adapter: str | Path | None = None,
+        subfolder: str | None = None,
+        *,
+        dtype: Any = None,
+        device: str = "cpu",
+        merge: bool = True,
+        **kwargs: Any,
+    ) -> HFSidecar:
+        """Load a base model (local dir or hub id) and, optionally, a LoRA adapter on top.
+
+        ``subfolder`` picks one adapter of a multi-adapter repository or folder; for
+        ``ArisrrrX/OoO-Spec-sidecar-lora`` (or a local copy of it) the default is
+        ``sidecar-lora-spaced``, the adapter behind the published numbers. ``merge`` folds the
+        LoRA weights into the base (faster per step, same outputs). ``dtype`` defaults to
+        float32 on CPU and bfloat16 elsewhere. Other keyword arguments go to ``__init__``.
+        """
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ModelNotAvailableError("HFSidecar needs the 'hf' extra: pip install 'ooo-agent[hf]'") from exc
+        if dtype is None:
+            dtype = torch.float32 if device == "cpu" else torch.bfloat16
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(str(base))
+            auto_model: Any = AutoModelForCausalLM  # transformers' stubs are narrower than its API
+            model = auto_model.from_pretrained(str(base), dtype=dtype)
+        except OSError as exc:
+            raise ModelNotAvailableError(f"cannot load sidecar base model {str(base)!r}: {exc}") from exc
+        if adapter is not None:
+            model = _attach_adapter(model, adapter, subfolder, merge=merge)
+        model = model.to(device).eval()
+        return cls(model, tokenizer, **kwargs)
+
+    @classmethod
+    def from_preset(cls, name: str, **kwargs: Any) -> HFSidecar:
+        """A sidecar from a named model preset (see ``ooo_agent.models``)."""
+        try:
+            from ooo_agent.models import load_preset  # type: ignore[attr-defined,unused-ignore]
+        except ImportError as exc:
+            raise ModelNotAvailableError(
+                "model presets are not available in this installation (ooo_agent.models.load_preset)"
+            ) from exc
+        loaded = load_preset(name)
+        if isinstance(loaded, tuple) and len(loaded) >= 2:
+            model, tokenizer = loaded[0], loaded[1]
+        elif hasattr(loaded, "model") and hasattr(loaded, "tokenizer"):
+            model, tokenizer = loaded.model, loaded.tokenizer
+        else:
+            raise ModelNotAvailableError(f"preset {name!r} did not give a (model, tokenizer) pair")
+        return cls(model, tokenizer, **kwargs)
+
+    # -- the wave ----------------------------------------------------------------------
+    async def wave(self, request: SidecarRequest, box: HintBox) -> Hint:
+        """Run one wave for ``request``, filling ``box`` as rows finish; return the final hint."""
+        return (await self.run_wave(request, box)).hint
+
+    async def run_wave(self, request: SidecarRequest, box: HintBox) -> WaveReport:
+        """Like :meth:`wave`, with dropped slots, arrival order and latency."""
+        plan = WavePlan.build(request, self.template, self.options)
+        assembler = WaveAssembler.start(plan, box, self.options)
+        if plan.rows:
+            cancel = threading.Event()
+            try:
+                # Abandoned on cancellation: the thread sees `cancel` before its next forward.
+                await anyio.to_thread.run_sync(
+                    self._generate, plan, assembler, cancel, abandon_on_cancel=True
+                )
+            finally:
+                cancel.set()
+        return assembler.finish()
+
+    def run_wave_sync(
+        self, request: SidecarRequest, box: HintBox, cancel: threading.Event | None = None
+    ) -> WaveReport:
+        """The wave in the calling thread (for servers, scripts and benchmarks)."""
+        plan = WavePlan.build(request, self.template, self.options)
+        assembler = WaveAssembler.start(plan, box, self.options)
+        if plan.rows:
+            self._generate(plan, assembler, cancel)
+        return assembler.finish()
+
+    def _generate(
+        self, plan: WavePlan, assembler: WaveAssembler, cancel: threading.Event | None
+    ) -> list[RowResult]:
+        def land(result: RowResult) -> None:
+            assembler.answer(result.index, result.text.strip())
+
+        try:
+            prompts = [self.generator.encode(text) for text in plan.prompts]
+            return self.generator.generate(
+                prompts, max_new_tokens=self.max_new_tokens, on_row=land, cancel=cancel
+            )
+        except GenerationCancelled:
+            raise
+        except Exception as exc:
+            raise SidecarError(f"sidecar generation failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _attach_adapter(model: Any, adapter: str | Path, subfolder: str | None, *, merge: bool) -> Any:
+    try:
+        from peft import PeftModel
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise ModelNotAvailableError("a LoRA adapter needs peft: pip install 'ooo-agent[hf]'") from exc
+    if subfolder is None:
+        subfolder = _default_subfolder(adapter)
+    extra: dict[str, Any] = {"subfolder": subfolder} if subfolder else {}
+    try:
+        peft_cls: Any = PeftModel
+        peft_model = peft_cls.from_pretrained(model, str(adapter), **extra)
+    except (OSError, ValueError) as exc:
+        where = f"{adapter}" + (f" (subfolder {subfolder!r})" if subfolder else "")
+        raise ModelNotAvailableError(f"cannot load sidecar adapter {where}: {exc}") from exc
+    return peft_model.merge_and_unload() if merge else peft_model
+
+
+def _default_subfolder(adapter: str | Path) -> str | None:
+    """The adapter subfolder to use when none was asked for."""
+    known = ADAPTER_SUBFOLDERS.get(str(adapter))
+    if known is not None:
+        return known
+    folder = Path(adapter)
+    if folder.is_dir() and not (folder / "adapter_config.json").is_file():
+        # A local copy of a multi-adapter repository: prefer the published adapter.
+        for name in _SUBFOLDER_CANDIDATES:
+            if (folder / name / "adapter_config.json").is_file():
+                return name
+    return None

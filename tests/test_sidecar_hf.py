@@ -1,0 +1,319 @@
+"""HFSidecar and the shared-prefix batched generator, on tiny random models (CPU, seconds)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+import anyio  # noqa: E402
+
+from ooo_agent.errors import ModelNotAvailableError  # noqa: E402
+from ooo_agent.sidecar import HintBox, SidecarRequest, WaveOptions  # noqa: E402
+from ooo_agent.sidecar._wave import WaveAssembler, WavePlan  # noqa: E402
+from ooo_agent.sidecar.batch import (  # noqa: E402
+    RowResult,
+    SharedPrefixGenerator,
+    common_prefix_length,
+)
+from ooo_agent.sidecar.hf import HFSidecar  # noqa: E402
+from ooo_agent.sidecar.prompts import chatml_prompt, template_from_tokenizer  # noqa: E402
+from sidecar_tiny import ScriptedLM, make_model, make_tokenizer  # noqa: E402
+
+
+def _tool(name: str, properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {"name": name, "parameters": {"type": "object", "properties": properties}},
+    }
+
+
+TOOLS = [
+    _tool("get_weather", {"city": {"type": "string"}, "days": {"type": "integer"}}),
+    _tool("get_time", {"zone": {"type": "string"}}),
+]
+MESSAGES = [{"role": "user", "content": "What is the weather in Paris for 3 days?"}]
+
+
+@pytest.fixture(scope="module")
+def tokenizer() -> Any:
+    return make_tokenizer()
+
+
+def _wave_prompts(gen: SharedPrefixGenerator, tokenizer: Any) -> list[list[int]]:
+    plan = WavePlan.build(
+        SidecarRequest(MESSAGES, TOOLS), template_from_tokenizer(tokenizer), WaveOptions()
+    )
+    return [gen.encode(p) for p in plan.prompts]
+
+
+def _distinct_rows(gen: SharedPrefixGenerator, tokenizer: Any) -> list[list[int]]:
+    """Wave prompts with a distinct tail each: a 2-layer random model mostly echoes the last
+    tokens, and wave rows all end with the same template text."""
+    return [p + gen.encode(f" row {i}" * (i + 1)) for i, p in enumerate(_wave_prompts(gen, tokenizer))]
+
+
+def _alone(model: Any, prompt: list[int], stop_ids: set[int], max_new: int) -> list[int]:
+    """The row run by itself with transformers' own greedy generate."""
+    out = model.generate(
+        torch.tensor([prompt]),
+        max_new_tokens=max_new,
+        do_sample=False,
+        eos_token_id=sorted(stop_ids),
+        pad_token_id=0,
+    )
+    ids = out[0, len(prompt) :].tolist()
+    return [t for t in ids if t not in stop_ids]
+
+
+def _splitting_stop_token(free: list[RowResult], max_new: int) -> int:
+    """The token whose use as a stop token gives the rows the most different lengths."""
+
+    def lengths(token: int) -> set[int]:
+        return {r.token_ids.index(token) if token in r.token_ids else max_new for r in free}
+
+    candidates = sorted({t for r in free for t in r.token_ids})
+    best = max(candidates, key=lambda t: (len(lengths(t)), -t))
+    assert len(lengths(best)) > 1, "the random model gave every row the same output"
+    return best
+
+
+def test_template_matches_chatml(tokenizer: Any) -> None:
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    assert template_from_tokenizer(tokenizer)(messages) == chatml_prompt(messages)
+
+
+def test_common_prefix_length() -> None:
+    assert common_prefix_length([[1, 2, 3], [1, 2, 4], [1, 2]]) == 2
+    assert common_prefix_length([[5], [6]]) == 0
+    assert common_prefix_length([]) == 0
+
+
+@pytest.mark.parametrize("kind", ["qwen3", "llama"])
+def test_batched_rows_equal_rows_run_alone(kind: str, tokenizer: Any) -> None:
+    model = make_model(kind, len(tokenizer))
+    gen = SharedPrefixGenerator(model, tokenizer)
+    prompts = _distinct_rows(gen, tokenizer)
+    assert len({len(p) for p in prompts}) > 1, "suffixes of different lengths are the point"
+    # A stop token taken from the rows' own outputs makes rows end at different steps.
+    free = gen.generate(prompts, max_new_tokens=8)
+    gen.stop_token_ids = gen.stop_token_ids | {_splitting_stop_token(free, 8)}
+    results = gen.generate(prompts, max_new_tokens=8)
+    assert "stop" in {r.finish_reason for r in results}
+    assert len({len(r.token_ids) for r in results}) > 1
+    for prompt, result in zip(prompts, results, strict=True):
+        assert result.token_ids == _alone(model, prompt, set(gen.stop_token_ids), 8)
+
+
+def test_prefix_runs_once_then_the_suffixes_as_one_batch(tokenizer: Any) -> None:
+    model = make_model("qwen3", len(tokenizer))
+    gen = SharedPrefixGenerator(model, tokenizer)
+    prompts = _wave_prompts(gen, tokenizer)
+    shapes: list[tuple[int, int]] = []
+    hook = model.register_forward_pre_hook(
+        lambda _m, _a, kw: shapes.append(tuple(kw["input_ids"].shape)), with_kwargs=True
+    )
+    try:
+        gen.generate(prompts, max_new_tokens=3)
+    finally:
+        hook.remove()
+    prefix = common_prefix_length(prompts)
+    assert prefix > 20
+    longest_suffix = max(len(p) for p in prompts) - prefix
+    assert shapes == [(1, prefix), (len(prompts), longest_suffix), (len(prompts), 1), (len(prompts), 1)]
+
+
+def test_rows_report_in_finishing_order_and_leave_the_batch(tokenizer: Any) -> None:
+    model = make_model("llama", len(tokenizer), seed=3)
+    gen = SharedPrefixGenerator(model, tokenizer)
+    prompts = _distinct_rows(gen, tokenizer)
+    free = gen.generate(prompts, max_new_tokens=6)
+    gen.stop_token_ids = gen.stop_token_ids | {_splitting_stop_token(free, 6)}
+    arrived: list[RowResult] = []
+    results = gen.generate(prompts, max_new_tokens=6, on_row=arrived.append)
+
+    def finished_at(r: RowResult) -> int:
+        return len(r.token_ids) + (1 if r.finish_reason == "stop" else 0)
+
+    expected = sorted(results, key=lambda r: (finished_at(r), r.index))
+    assert [r.index for r in arrived] == [r.index for r in expected]
+    assert finished_at(arrived[0]) < finished_at(arrived[-1])
+
+
+def test_stop_strings_cut_the_answer(tokenizer: Any) -> None:
+    model = make_model("qwen3", len(tokenizer))
+    gen = SharedPrefixGenerator(model, tokenizer)
+    prompt = _wave_prompts(gen, tokenizer)[0]
+    free = gen.generate([prompt], max_new_tokens=6)[0]
+    stop = free.text[2:4]
+    cut = gen.generate([prompt], max_new_tokens=6, stop_strings=[stop])[0]
+    assert cut.finish_reason == "stop"
+    assert cut.text == free.text[: free.text.find(stop)]
+
+
+def test_thread_count_is_restored(tokenizer: Any) -> None:
+    before = torch.get_num_threads()
+    gen = SharedPrefixGenerator(make_model("qwen3", len(tokenizer)), tokenizer, num_threads=1)
+    gen.generate([[5, 6, 7]], max_new_tokens=2)
+    assert torch.get_num_threads() == before
+
+
+def test_bad_arguments(tokenizer: Any) -> None:
+    gen = SharedPrefixGenerator(make_model("qwen3", len(tokenizer)), tokenizer)
+    with pytest.raises(ValueError):
+        gen.generate([[1], []])
+    with pytest.raises(ValueError):
+        SharedPrefixGenerator(gen.model, tokenizer, num_threads=0)
+    assert gen.generate([]) == []
+    assert gen.generate([[1, 2]], max_new_tokens=0)[0].token_ids == []
+
+
+# -- HFSidecar ---------------------------------------------------------------------------
+
+
+def _scripted(tokenizer: Any, delay_s: float = 0.0, answer: str = "0") -> ScriptedLM:
+    """Every row answers ``answer`` then ends its turn."""
+    zero = tokenizer.convert_tokens_to_ids(answer)
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    return ScriptedLM(make_model("qwen3", len(tokenizer)), {zero: end}, zero, delay_s)
+
+
+def test_wave_fills_the_box_function_first(tokenizer: Any) -> None:
+    sidecar = HFSidecar(_scripted(tokenizer), tokenizer)
+    box = HintBox()
+    report = anyio.run(sidecar.run_wave, SidecarRequest(MESSAGES, TOOLS), box)
+    # Index "0" → get_weather; "0" is a valid integer for `days`, not a string for `city`.
+    assert report.hint.function == "get_weather"
+    assert dict(report.hint.slots) == {"days": 0}
+    assert report.hint.complete
+    assert set(report.dropped) == {"city"}
+    assert report.arrivals[0] == "function"
+    assert sorted(report.arrivals) == ["0.city", "0.days", "1.zone", "function"]
+    snapshot = box.snapshot()
+    assert (snapshot.function, dict(snapshot.slots), snapshot.complete) == ("get_weather", {"days": 0}, True)
+    assert box.function_step == 0 and box.slot_steps == {"days": 0}
+
+
+def test_single_tool_skips_the_index_row(tokenizer: Any) -> None:
+    model = _scripted(tokenizer)
+    sidecar = HFSidecar(model, tokenizer)
+    box = HintBox()
+    report = anyio.run(sidecar.run_wave, SidecarRequest(MESSAGES, TOOLS[:1]), box)
+    assert report.arrivals == ["0.city", "0.days"]
+    assert report.hint.function == "get_weather"
+    asked = HFSidecar(model, tokenizer, options=WaveOptions(ask_single_tool=True, max_rows=2))
+    report = anyio.run(asked.run_wave, SidecarRequest(MESSAGES, TOOLS[:1]), HintBox())
+    assert report.arrivals == ["function", "0.city"]
+
+
+def test_slots_arriving_before_the_function_are_held_back() -> None:
+    request = SidecarRequest(MESSAGES, TOOLS)
+    plan = WavePlan.build(request, chatml_prompt, WaveOptions())
+    box = HintBox()
+    assembler = WaveAssembler.start(plan, box, WaveOptions())
+    keys = [r.key for r in plan.rows]
+    assembler.answer(keys.index("0.city"), '"Paris"')
+    assembler.answer(keys.index("1.zone"), '"UTC"')
+    assert box.snapshot().empty
+    box.mark_step(2)
+    assembler.answer(keys.index("function"), "0")
+    assert dict(box.snapshot().slots) == {"city": "Paris"}
+    box.mark_step(3)
+    assembler.answer(keys.index("0.days"), "3")
+    assert box.slot_steps == {"city": 2, "days": 3}
+    assert box.function_step == 2
+    report = assembler.finish()
+    assert dict(report.hint.slots) == {"city": "Paris", "days": 3}
+    assert report.answers["1.zone"] == '"UTC"'
+
+
+def test_wave_is_cancellable_between_steps(tokenizer: Any) -> None:
+    a = tokenizer.convert_tokens_to_ids("a")
+    slow = ScriptedLM(make_model("qwen3", len(tokenizer)), {}, a, delay_s=0.05)
+    sidecar = HFSidecar(slow, tokenizer, max_new_tokens=32)
+    box = HintBox()
+
+    async def main() -> None:
+        with anyio.move_on_after(0.3):
+            await sidecar.wave(SidecarRequest(MESSAGES, TOOLS), box)
+
+    anyio.run(main)
+    time.sleep(0.2)  # at most one forward was in flight when the wave was cancelled
+    stopped_at = slow.forwards
+    time.sleep(0.3)
+    assert slow.forwards == stopped_at < 20
+    assert not box.snapshot().complete
+    # The generator is free again: a later wave runs to the end.
+    slow.delay_s = 0.0
+    hint = anyio.run(sidecar.wave, SidecarRequest(MESSAGES, TOOLS), HintBox())
+    assert hint.complete
+
+
+def test_run_wave_sync_matches_async(tokenizer: Any) -> None:
+    sidecar = HFSidecar(_scripted(tokenizer), tokenizer)
+    request = SidecarRequest(MESSAGES, TOOLS)
+    sync = sidecar.run_wave_sync(request, HintBox(), threading.Event())
+    assert sync.hint == anyio.run(sidecar.wave, request, HintBox())
+
+
+# -- loading -----------------------------------------------------------------------------
+
+
+def _save_tiny(tmp: Path, tokenizer: Any) -> tuple[Path, Path]:
+    peft = pytest.importorskip("peft")
+    base_dir = tmp / "base"
+    model = make_model("qwen3", len(tokenizer))
+    model.save_pretrained(base_dir)
+    tokenizer.save_pretrained(base_dir)
+    repo = tmp / "adapters"
+    for seed, name in ((1, "sidecar-lora-spaced"), (2, "sidecar-lora")):
+        lora_base = make_model("qwen3", len(tokenizer))
+        torch.manual_seed(seed)  # after make_model, which seeds for the base weights
+        config = peft.LoraConfig(
+            r=4,
+            lora_alpha=128,
+            target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+            init_lora_weights=False,
+        )
+        peft.get_peft_model(lora_base, config).save_pretrained(repo / name)
+    return base_dir, repo
+
+
+def _logits(model: Any) -> Any:
+    with torch.no_grad():
+        return model(input_ids=torch.tensor([[5, 6, 7, 8]])).logits
+
+
+def test_from_pretrained_picks_the_published_adapter(tmp_path: Path, tokenizer: Any) -> None:
+    import peft
+
+    base_dir, repo = _save_tiny(tmp_path, tokenizer)
+    sidecar = HFSidecar.from_pretrained(base_dir, adapter=repo)
+    reference = peft.PeftModel.from_pretrained(
+        make_model("qwen3", len(tokenizer)), str(repo), subfolder="sidecar-lora-spaced"
+    ).eval()
+    other = HFSidecar.from_pretrained(base_dir, adapter=repo, subfolder="sidecar-lora", merge=False)
+    assert isinstance(other.model, peft.PeftModel)
+    assert torch.allclose(_logits(sidecar.model), _logits(reference), atol=1e-4)
+    assert not torch.allclose(_logits(sidecar.model), _logits(other.model), atol=1e-3)
+    plain = HFSidecar.from_pretrained(base_dir)
+    assert not torch.allclose(_logits(plain.model), _logits(sidecar.model), atol=1e-3)
+
+
+def test_loading_errors_are_clear(tmp_path: Path, tokenizer: Any) -> None:
+    with pytest.raises(ModelNotAvailableError, match="base model"):
+        HFSidecar.from_pretrained(tmp_path / "missing")
+    base_dir, _ = _save_tiny(tmp_path, tokenizer)
+    with pytest.raises(ModelNotAvailableError, match="adapter"):
+        HFSidecar.from_pretrained(base_dir, adapter=tmp_path / "no-adapter")
+
+
+def test_from_preset_unknown_name_is_a_clear_error() -> None:
+    with pytest.raises(ModelNotAvailableError):
+        HFSidecar.from_preset("no-such-preset-anywhere")
