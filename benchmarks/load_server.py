@@ -63,7 +63,7 @@ def free_port() -> int:
 def own_server(args: argparse.Namespace) -> Iterator[str]:
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
-        command = [sys.executable, "-m", "ooo_agent.integrations._serve", "--port", str(port),
+        command = [sys.executable, "-m", "ooo_agent.cli", "serve", "--port", str(port),
                    "--model-name", "load-test", "--log-level", "error",
                    "--max-concurrency", str(args.server_concurrency)]  # fmt: skip
         if args.preset:

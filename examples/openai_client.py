@@ -69,7 +69,7 @@ def running_server(api_key: str) -> Iterator[str]:
         recorded.write_text(json.dumps(RECORDED), encoding="utf-8")
         port = free_port()
         source = "--replay" if replay_forced() else "--fallback-replay"
-        command = [sys.executable, "-m", "ooo_agent.integrations._serve", source, str(recorded),
+        command = [sys.executable, "-m", "ooo_agent.cli", "serve", source, str(recorded),
                    "--port", str(port), "--api-key", api_key, "--log-level", "error"]  # fmt: skip
         server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         try:

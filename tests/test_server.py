@@ -337,3 +337,76 @@ def test_bad_settings_are_refused() -> None:
         create_app(caller, max_concurrency=0)
     with pytest.raises(ValueError, match="max_body_bytes"):
         create_app(caller, max_body_bytes=0)
+
+
+def test_history_the_format_cannot_render_gets_400() -> None:
+    import anyio
+
+    class RenderingTarget(ReplayTarget):
+        """Renders the prompt as a white-box target does before answering."""
+
+        async def generate(self, request: TargetRequest) -> Any:
+            self.format.render_messages(request.messages, request.tools)
+            return await super().generate(request)
+
+    app = create_app(FastToolCaller(RenderingTarget(["ok"], cycle=True)), model_name=MODEL)
+    broken = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {}}]}
+    body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}, broken]}
+
+    async def post(payload: dict[str, Any]) -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            return await http.post("/v1/chat/completions", json=payload)
+
+    response = anyio.run(post, body)
+    assert response.status_code == 400
+    assert response.json()["error"]["param"] == "messages"
+    ok = anyio.run(post, {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]})
+    assert ok.status_code == 200 and ok.json()["choices"][0]["message"]["content"] == "ok"
+
+
+def test_failing_target_gets_502_without_a_traceback() -> None:
+    import anyio
+
+    from ooo_agent.errors import TargetError
+
+    class DownTarget(ReplayTarget):
+        async def generate(self, request: TargetRequest) -> Any:
+            raise TargetError("upstream refused the connection")
+
+    app = create_app(FastToolCaller(DownTarget([])), model_name=MODEL)
+
+    async def post() -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            body = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
+            return await http.post("/v1/chat/completions", json=body)
+
+    response = anyio.run(post)
+    assert response.status_code == 502
+    error = response.json()["error"]
+    assert error["type"] == "server_error" and "upstream refused" in error["message"]
+    assert "Traceback" not in response.text
+
+
+def test_serve_command_refuses_bad_replay_files(tmp_path: Any) -> None:
+    from ooo_agent.cli import main
+
+    missing = tmp_path / "missing.json"
+    not_a_list = tmp_path / "dict.json"
+    not_a_list.write_text('{"a": 1}')
+    for path, message in [(missing, "cannot read"), (not_a_list, "non-empty JSON list")]:
+        with pytest.raises(SystemExit, match=message):
+            main(["serve", "--replay", str(path)])
+
+
+def test_serve_command_without_model_or_fallback_fails_clearly(monkeypatch: Any) -> None:
+    from ooo_agent.errors import ModelNotAvailableError
+    from ooo_agent.integrations import _serve
+
+    def unavailable(name: str) -> Any:
+        raise ModelNotAvailableError(f"preset {name} needs an adapter")
+
+    monkeypatch.setattr(_serve, "load_preset_target", unavailable)
+    with pytest.raises(SystemExit, match="cannot load preset 'smollm2-135m-toolcall'.*adapter"):
+        _serve.main([])

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -42,6 +43,9 @@ from ooo_agent.integrations._protocol import (
     new_completion_id,
 )
 from ooo_agent.tools import Toolset
+
+if sys.version_info < (3, 11):  # pragma: no cover
+    from exceptiongroup import BaseExceptionGroup
 
 __all__ = ["DEFAULT_MAX_BODY_BYTES", "APIError", "create_app", "serve"]
 
@@ -208,14 +212,17 @@ async def _generate(
     caller: FastToolCaller, chat: ChatCompletionRequest, toolset: Toolset, choice: str | dict[str, Any]
 ) -> CallResult:
     try:
-        return await caller.call(
-            chat.message_dicts(),
-            toolset,
-            dispatch=False,  # the client runs the tools
-            tool_choice=choice,
-            parallel_tool_calls=chat.parallel_tool_calls is not False,
-            max_new_tokens=chat.max_completion_tokens or chat.max_tokens,
-        )
+        try:
+            return await caller.call(
+                chat.message_dicts(),
+                toolset,
+                dispatch=False,  # the client runs the tools
+                tool_choice=choice,
+                parallel_tool_calls=chat.parallel_tool_calls is not False,
+                max_new_tokens=chat.max_completion_tokens or chat.max_tokens,
+            )
+        except BaseExceptionGroup as group:  # a task group around the target wraps its error
+            raise _single_error(group) from None
     except FormatError as exc:  # the messages cannot be rendered in the target's format
         raise APIError(400, f"Invalid messages: {exc}", "invalid_request_error", "messages") from None
     except TargetError as exc:
@@ -225,6 +232,14 @@ async def _generate(
         # Never leak a traceback to the client; the log keeps it.
         logger.exception("chat completion failed")
         raise APIError(500, "Internal error while generating.", "server_error") from None
+
+
+def _single_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one error inside (possibly nested) single-member groups, else the group itself."""
+    error: BaseException = group
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
 
 
 def _unknown_model(model: str) -> APIError:
