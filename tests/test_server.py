@@ -408,5 +408,5 @@ def test_serve_command_without_model_or_fallback_fails_clearly(monkeypatch: Any)
         raise ModelNotAvailableError(f"preset {name} needs an adapter")
 
     monkeypatch.setattr(_serve, "load_preset_target", unavailable)
-    with pytest.raises(SystemExit, match="cannot load preset 'smollm2-135m-toolcall'.*adapter"):
+    with pytest.raises(SystemExit, match=r"cannot load preset 'smollm2-135m-toolcall'.*adapter"):
         _serve.main([])
