@@ -15,21 +15,25 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from ooo_agent.formats._common import dump_json, function_of
+from ooo_agent.formats._common import dump_json
+from ooo_agent.formats._scan import (
+    SCALAR,
+    WS,
+    ToolShape,
+    TopLevelScan,
+    decode_string,
+    nested_end,
+    string_end,
+    tool_shape,
+)
 from ooo_agent.formats.base import CallSkeleton, TextDraft, ToolDict
 from ooo_agent.sidecar.base import Hint
 
 __all__ = ["CallSyntax", "SchemaSkeleton"]
-
-# A JSON string body (escape aware); the closing quote is checked by the caller.
-_STRING_BODY = re.compile(r'(?:[^"\\]|\\.)*', re.DOTALL)
-# A JSON scalar (number, true, false, null) runs until one of these.
-_SCALAR = re.compile(r"[^,}\]\s]*")
-_WS = re.compile(r"\s*")
 
 # Boundaries (see the module docstring).
 _NAME_START = "name_start"
@@ -64,20 +68,6 @@ class CallSyntax:
 
 
 @dataclass(frozen=True)
-class _ToolShape:
-    """What the skeleton needs of one tool, computed once."""
-
-    name: str
-    name_json: str
-    keys: tuple[str, ...]
-    key_json: Mapping[str, str]
-    string_keys: frozenset[str]
-    required: frozenset[str]
-    value_drafts: Mapping[str, tuple[str, ...]]
-    open_schema: bool
-
-
-@dataclass(frozen=True)
 class _HintView:
     """A hint as the skeleton uses it: the function and each slot's JSON text."""
 
@@ -95,126 +85,11 @@ class _State:
     boundary: str
     at: int
     """Index in the call body where the text typed since the boundary starts."""
-    tool: _ToolShape | None = None
+    tool: ToolShape | None = None
     used: list[str] = field(default_factory=list)
     key: str | None = None
     in_scalar: bool = False
     end: int = -1
-
-
-def _is_string_schema(schema: Any) -> bool:
-    if not isinstance(schema, Mapping):
-        return False
-    if schema.get("type") == "string":
-        return True
-    enum = schema.get("enum")
-    if "type" not in schema and isinstance(enum, list) and enum:
-        return all(isinstance(e, str) for e in enum)
-    return "type" not in schema and isinstance(schema.get("const"), str)
-
-
-def _value_drafts(schema: Any) -> tuple[str, ...]:
-    """Whole values worth drafting for a parameter: its enum, its const, or a boolean."""
-    if not isinstance(schema, Mapping):
-        return ()
-    if isinstance(schema.get("enum"), list):
-        return tuple(dump_json(e) for e in schema["enum"])
-    if "const" in schema:
-        return (dump_json(schema["const"]),)
-    if schema.get("type") == "boolean":
-        return ("true", "false")
-    return ()
-
-
-def _shape(tool: ToolDict) -> _ToolShape:
-    fn = function_of(tool)
-    params = fn.get("parameters") or {}
-    props = params.get("properties") if isinstance(params, Mapping) else None
-    props = props if isinstance(props, Mapping) else {}
-    required = params.get("required", []) if isinstance(params, Mapping) else []
-    keys = tuple(str(k) for k in props)
-    return _ToolShape(
-        name=fn["name"],
-        name_json=dump_json(fn["name"])[1:-1],
-        keys=keys,
-        key_json={k: dump_json(k) for k in keys},
-        string_keys=frozenset(k for k in keys if _is_string_schema(props[k])),
-        required=frozenset(str(r) for r in required if isinstance(r, str)),
-        value_drafts={k: _value_drafts(props[k]) for k in keys},
-        open_schema=not keys and not (isinstance(params, Mapping) and "properties" in params),
-    )
-
-
-def _decode_string(body: str) -> str | None:
-    if "\\" not in body:
-        return body  # the common case: no escapes, the body is the value
-    try:
-        value = json.loads('"' + body + '"')
-    except ValueError:
-        return None
-    return value if isinstance(value, str) else None
-
-
-def _string_end(text: str, start: int) -> int:
-    """Index after the closing quote of the string whose body starts at ``start``, or -1."""
-    end = _STRING_BODY.match(text, start).end()  # type: ignore[union-attr]
-    return end + 1 if end < len(text) and text[end] == '"' else -1
-
-
-def _nested_end(text: str, start: int) -> int:
-    """Index after the bracket closing the object/array opened at ``start``, or -1."""
-    depth = 0
-    i, n = start, len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            i = _string_end(text, i + 1)
-            if i < 0:
-                return -1
-            continue
-        if c in "{[":
-            depth += 1
-        elif c in "}]":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return -1
-
-
-@dataclass
-class _TopLevelScan:
-    """Resumable scan for where bare-JSON calls start (objects at depth 0, or inside a
-    top-level list), so a ``{"name": ...`` nested in an argument is never taken for a call."""
-
-    text: str = ""
-    stack: list[str] = field(default_factory=list)
-    in_string: bool = False
-    escape: bool = False
-    starts: list[int] = field(default_factory=list)
-
-    def feed(self, text: str) -> None:
-        begin = len(self.text)
-        self.text = text
-        stack = self.stack
-        for i in range(begin, len(text)):
-            c = text[i]
-            if self.in_string:
-                if self.escape:
-                    self.escape = False
-                elif c == "\\":
-                    self.escape = True
-                elif c == '"':
-                    self.in_string = False
-            elif c == '"':
-                # Quotes in prose around the calls are not JSON strings.
-                self.in_string = bool(stack)
-            elif c in "{[":
-                if c == "{" and (not stack or stack == ["["]):
-                    self.starts.append(i)
-                stack.append(c)
-            elif c in "}]" and stack:
-                stack.pop()
 
 
 class SchemaSkeleton(CallSkeleton):
@@ -229,12 +104,13 @@ class SchemaSkeleton(CallSkeleton):
 
     def __init__(self, syntax: CallSyntax, tools: Sequence[ToolDict]) -> None:
         self.syntax = syntax
-        self._tools: dict[str, _ToolShape] = {}
+        self._tools: dict[str, ToolShape] = {}
         for tool in tools:
-            shape = _shape(tool)
+            shape = tool_shape(tool)
             self._tools.setdefault(shape.name, shape)
         self._hint_cache: tuple[Hint, _HintView] | None = None
-        self._top = _TopLevelScan()
+        # The incremental scan is per thread: one skeleton may serve concurrent decodes.
+        self._local = threading.local()
 
     # -- public ------------------------------------------------------------------------
     def continuations(self, generated: str, hint: Hint | None = None) -> list[TextDraft]:
@@ -265,9 +141,9 @@ class SchemaSkeleton(CallSkeleton):
                     return match.end()
                 at = generated.rfind(syntax.anchor, 0, at)
             return -1
-        top = self._top
-        if not generated.startswith(top.text):
-            top = self._top = _TopLevelScan()
+        top: TopLevelScan | None = getattr(self._local, "top", None)
+        if top is None or not generated.startswith(top.text):
+            top = self._local.top = TopLevelScan()
         top.feed(generated)
         for at in reversed(top.starts):
             match = syntax.prefix_re.match(generated, at)
@@ -278,10 +154,10 @@ class SchemaSkeleton(CallSkeleton):
     # -- the state machine over one call -----------------------------------------------
     def _scan(self, body: str) -> _State | None:
         """Scan a call body (the text after its prefix); ``None`` when it left the skeleton."""
-        name_end = _string_end(body, 0)
+        name_end = string_end(body, 0)
         if name_end < 0:
             return _State(_NAME_START, 0)
-        name = _decode_string(body[: name_end - 1])
+        name = decode_string(body[: name_end - 1])
         if name is None:
             return None
         tool = self._tools.get(name)
@@ -292,20 +168,20 @@ class SchemaSkeleton(CallSkeleton):
             return None
         return self._scan_args(body, opened.end(), tool)
 
-    def _scan_args(self, body: str, i: int, tool: _ToolShape) -> _State | None:
+    def _scan_args(self, body: str, i: int, tool: ToolShape) -> _State | None:
         state = _State(_OBJ_OPEN, i, tool)
         expect = "key_or_close"  # key_or_close | key | colon | value | comma_or_close
         n = len(body)
         while True:
-            i = _WS.match(body, i).end()  # type: ignore[union-attr]
+            i = WS.match(body, i).end()  # type: ignore[union-attr]
             if i >= n:
                 return state
             c = body[i]
             if expect in ("key_or_close", "key") and c == '"':
-                end = _string_end(body, i + 1)
+                end = string_end(body, i + 1)
                 if end < 0:
                     return state  # inside a key: the boundary before it selects
-                key = _decode_string(body[i + 1 : end - 1])
+                key = decode_string(body[i + 1 : end - 1])
                 if key is None:
                     return None
                 state = _State(_KEY_DONE, end, tool, [*state.used, key], key)
@@ -314,11 +190,11 @@ class SchemaSkeleton(CallSkeleton):
                 expect, i = "value", i + 1
             elif expect == "value":
                 if c == '"':
-                    end = _string_end(body, i + 1)
+                    end = string_end(body, i + 1)
                 elif c in "{[":
-                    end = _nested_end(body, i)
+                    end = nested_end(body, i)
                 else:
-                    end = _SCALAR.match(body, i).end()  # type: ignore[union-attr]
+                    end = SCALAR.match(body, i).end()  # type: ignore[union-attr]
                     if end == i:
                         return None
                     if end == n:
@@ -363,7 +239,7 @@ class SchemaSkeleton(CallSkeleton):
         self._hint_cache = (hint, view)
         return view
 
-    def _hint_rest(self, tool: _ToolShape, hinted: _HintView, used: Sequence[str]) -> str:
+    def _hint_rest(self, tool: ToolShape, hinted: _HintView, used: Sequence[str]) -> str:
         """The hinted keys not yet written, in schema order, then the call's closing text."""
         order = tool.keys if not tool.open_schema else tuple(hinted.values)
         values = hinted.values
@@ -375,7 +251,7 @@ class SchemaSkeleton(CallSkeleton):
         ]
         return ", ".join(parts) + "}" + self.syntax.suffix
 
-    def _opening(self, tool: _ToolShape) -> str:
+    def _opening(self, tool: ToolShape) -> str:
         """From the name's closing quote up to the first key (or the end, with no keys)."""
         head = '"' + self.syntax.after_name + "{"
         if tool.keys or tool.open_schema:
@@ -398,7 +274,7 @@ class SchemaSkeleton(CallSkeleton):
         )
         return out
 
-    def _key_candidates(self, tool: _ToolShape, used: Sequence[str], lead: str) -> list[str]:
+    def _key_candidates(self, tool: ToolShape, used: Sequence[str], lead: str) -> list[str]:
         keys = [k for k in tool.keys if k not in used]
         keys.sort(key=lambda k: k not in tool.required)  # stable: required first
         return [
@@ -448,7 +324,7 @@ class SchemaSkeleton(CallSkeleton):
         return out
 
     def _after_value(
-        self, tool: _ToolShape, used: Sequence[str], hinted: _HintView, use_hint: bool
+        self, tool: ToolShape, used: Sequence[str], hinted: _HintView, use_hint: bool
     ) -> list[TextDraft]:
         out: list[TextDraft] = []
         close = "}" + self.syntax.suffix
