@@ -221,3 +221,34 @@ def test_coerce_accepts_every_tool_like() -> None:
         Toolset.coerce("plain")
     with pytest.raises(ToolDefinitionError):
         Toolset.coerce([3])
+
+
+def scale(x: int, factor: int) -> int:
+    """Scale a number.
+
+    Args:
+        x: The number.
+        factor: The multiplier.
+    """
+    return x * factor
+
+
+class Adder:
+    """Add two numbers."""
+
+    async def __call__(self, a: int, b: int = 1) -> int:
+        return a + b
+
+
+def test_partials_and_callable_objects() -> None:
+    import functools
+
+    scaled = Tool.from_function(functools.partial(scale, factor=3))
+    assert (scaled.name, scaled.description) == ("scale", "Scale a number.")
+    assert scaled.parameters["properties"]["factor"]["default"] == 3
+    assert scaled.parameters["required"] == ["x"]
+    assert anyio.run(scaled.invoke, {"x": 2}) == 6
+
+    adder = Tool.from_function(Adder())
+    assert (adder.name, adder.description, adder.is_async) == ("Adder", "Add two numbers.", True)
+    assert anyio.run(adder.invoke, {"a": 2}) == 3

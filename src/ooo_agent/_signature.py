@@ -146,8 +146,16 @@ def _field_for(
     return annotation, default
 
 
+def _unpartial(fn: Any) -> Any:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return fn
+
+
 def _name_from(fn: Any) -> str:
-    return str(getattr(fn, "__name__", None) or type(fn).__name__)
+    """``__name__`` of the function (behind any partial), else the callable's class name."""
+    inner = _unpartial(fn)
+    return str(getattr(inner, "__name__", None) or type(inner).__name__)
 
 
 def function_spec(
@@ -173,7 +181,7 @@ def function_spec(
     except (TypeError, ValueError) as exc:
         raise ToolDefinitionError(f"cannot read the signature of {_qualname(fn)}: {exc}") from exc
     hints = _type_hints(fn, localns)
-    doc = parse_docstring(inspect.getdoc(fn))
+    doc = parse_docstring(inspect.getdoc(_unpartial(fn)))
     params = list(signature.parameters.values())
 
     if bind is None:
