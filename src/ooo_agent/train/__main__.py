@@ -1,0 +1,9 @@
+"""``python -m ooo_agent.train target|sidecar --data rows.jsonl --out DIR``."""
+
+from __future__ import annotations
+
+import sys
+
+from ooo_agent.train.run import main
+
+sys.exit(main())
