@@ -42,7 +42,7 @@ from ooo_agent.errors import (
 from ooo_agent.sidecar.base import Hint, HintBox, Sidecar, SidecarRequest
 from ooo_agent.targets.base import Generation, Target, TargetRequest
 from ooo_agent.tools import Tool, ToolContext, Toolset, tool
-from ooo_agent.validate import validate_call, validate_calls
+from ooo_agent.validate import canonical_arguments, validate_call, validate_calls
 
 if TYPE_CHECKING:
     from ooo_agent.targets.hf import HFTarget
@@ -99,6 +99,7 @@ __all__ = [
     "Toolset",
     "ToolsetError",
     "__version__",
+    "canonical_arguments",
     "dispatch",
     "tool",
     "validate_call",

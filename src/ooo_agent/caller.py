@@ -16,9 +16,10 @@ from typing import Any
 
 import anyio
 
-from ooo_agent.calls import CallError, CallResult, CallStats, RawCall, SidecarStats
+from ooo_agent.calls import CallError, CallResult, RawCall, SidecarStats
 from ooo_agent.dispatch import dispatch as dispatch_calls
 from ooo_agent.sidecar.base import Hint, HintBox, Sidecar, SidecarRequest
+from ooo_agent.speculation import Speculator
 from ooo_agent.targets.base import Generation, Mode, Target, TargetRequest
 from ooo_agent.tools import Tool, Toolset
 from ooo_agent.validate import validate_calls
@@ -45,6 +46,10 @@ class FastToolCaller:
             is never affected; the stats say ``timeout``).
         strict: reject arguments not in a tool's schema instead of dropping them.
         max_new_tokens: the target's token budget per turn.
+        preexecute: start ``read_only`` tools on the sidecar's predicted call while the target
+            is still decoding; a result is used only if the target's verified call is the same
+            (see :mod:`ooo_agent.speculation`). Needs a sidecar; works with any target.
+        max_speculative: at most this many speculative executions per call.
     """
 
     def __init__(
@@ -56,6 +61,8 @@ class FastToolCaller:
         sidecar_timeout: float | None = 10.0,
         strict: bool | None = None,
         max_new_tokens: int = 256,
+        preexecute: bool = True,
+        max_speculative: int = 4,
     ) -> None:
         self.target = target
         self.sidecar = sidecar
@@ -71,6 +78,8 @@ class FastToolCaller:
         self.sidecar_timeout = sidecar_timeout
         self.strict = strict
         self.max_new_tokens = max_new_tokens
+        self.preexecute = preexecute
+        self.max_speculative = max_speculative
 
     async def call(
         self,
@@ -93,53 +102,84 @@ class FastToolCaller:
         toolset = tools if isinstance(tools, Toolset) else Toolset.coerce(tools)
         tool_dicts = toolset.to_openai()
         mode = mode or self.mode
-        use_sidecar = mode == "ooo" and self.sidecar is not None and bool(tool_dicts)
-        box = HintBox() if use_sidecar else None
-        request = TargetRequest(
-            messages=list(messages),
-            tools=tool_dicts,
-            mode=mode,
-            tool_choice=tool_choice,
-            parallel_tool_calls=parallel_tool_calls,
-            max_new_tokens=max_new_tokens or self.max_new_tokens,
-            hint_box=box,
-            arrival=arrival,
-        )
-        sidecar_stats = SidecarStats(status="off")
+        result = CallResult()
+        stats = result.stats
+        async with anyio.create_task_group() as speculative_tasks:
+            speculator = Speculator(
+                toolset,
+                speculative_tasks,
+                max_concurrent=self.max_speculative,
+                stats=stats.speculation,
+            )
+            preexecute = self.preexecute and dispatch and speculator.enabled
+            run_wave = self.sidecar is not None and bool(tool_dicts) and (mode == "ooo" or preexecute)
+            box = HintBox() if run_wave else None
+            request = TargetRequest(
+                messages=list(messages),
+                tools=tool_dicts,
+                mode=mode,
+                tool_choice=tool_choice,
+                parallel_tool_calls=parallel_tool_calls,
+                max_new_tokens=max_new_tokens or self.max_new_tokens,
+                hint_box=box if mode == "ooo" else None,
+                arrival=arrival,
+            )
+            generation, generated_at = await self._generate(
+                request, box, stats.sidecar, speculator if preexecute else None
+            )
+            stats.decode = generation.stats
+            stats.generate_s = generated_at - arrival
+            if box is not None:
+                stats.sidecar.wait_s = time.perf_counter() - generated_at
+                stats.sidecar.function_arrival_step = box.function_step
+                stats.sidecar.slot_arrival_steps = dict(box.slot_steps)
+                stats.sidecar.hint_tokens_accepted = generation.stats.accepted_by_drafter.get("hint", 0)
+
+            result.raw_text = generation.text
+            started = time.perf_counter()
+            raw_calls, parse_errors, result.text = self._extract_calls(generation)
+            result.calls, errors = validate_calls(raw_calls, toolset, strict=self.strict)
+            result.errors = [*parse_errors, *errors]
+            stats.validate_s = time.perf_counter() - started
+
+            speculator.retain(result.calls if dispatch else [])
+            if dispatch and result.calls:
+                started = time.perf_counter()
+                result.results = await dispatch_calls(
+                    result.calls, toolset, answer=speculator.answer if preexecute else None
+                )
+                stats.dispatch_s = time.perf_counter() - started
+            speculator.discard()  # mispredictions: cancelled, results dropped
+        stats.total_s = time.perf_counter() - arrival
+        return result
+
+    async def _generate(
+        self,
+        request: TargetRequest,
+        box: HintBox | None,
+        sidecar_stats: SidecarStats,
+        speculator: Speculator | None,
+    ) -> tuple[Generation, float]:
+        """The target's turn, with the sidecar's wave beside it; never waits for the wave."""
         generation: Generation | None = None
+        failure: Exception | None = None
         async with anyio.create_task_group() as tg:
             if box is not None and self.sidecar is not None:
                 sidecar_stats.status = "running"
-                wave_request = SidecarRequest(request.messages, tool_dicts, arrival)
-                tg.start_soon(self._run_wave, self.sidecar, wave_request, box, sidecar_stats)
-            generation = await self.target.generate(request)
-            generated_at = time.perf_counter()
+                wave_request = SidecarRequest(request.messages, request.tools, request.arrival)
+                tg.start_soon(self._run_wave, self.sidecar, wave_request, box, sidecar_stats, speculator)
+            try:
+                generation = await self.target.generate(request)
+            except Exception as exc:  # re-raised bare below, not wrapped in an exception group
+                failure = exc
             tg.cancel_scope.cancel()  # a wave still running has nothing left to contribute
+        generated_at = time.perf_counter()
+        if failure is not None:
+            raise failure
         assert generation is not None
         if sidecar_stats.status == "running":
             sidecar_stats.status = "late"
-        if box is not None:
-            sidecar_stats.wait_s = time.perf_counter() - generated_at
-            sidecar_stats.function_arrival_step = box.function_step
-            sidecar_stats.slot_arrival_steps = dict(box.slot_steps)
-            sidecar_stats.hint_tokens_accepted = generation.stats.accepted_by_drafter.get("hint", 0)
-
-        result = CallResult(raw_text=generation.text)
-        result.stats = CallStats(decode=generation.stats, sidecar=sidecar_stats)
-        result.stats.generate_s = generated_at - arrival
-
-        started = time.perf_counter()
-        raw_calls, parse_errors, result.text = self._extract_calls(generation)
-        result.calls, errors = validate_calls(raw_calls, toolset, strict=self.strict)
-        result.errors = [*parse_errors, *errors]
-        result.stats.validate_s = time.perf_counter() - started
-
-        if dispatch and result.calls:
-            started = time.perf_counter()
-            result.results = await dispatch_calls(result.calls, toolset)
-            result.stats.dispatch_s = time.perf_counter() - started
-        result.stats.total_s = time.perf_counter() - arrival
-        return result
+        return generation, generated_at
 
     def _extract_calls(self, generation: Generation) -> tuple[list[RawCall], list[CallError], str]:
         if generation.raw_calls is not None:
@@ -151,7 +191,12 @@ class FastToolCaller:
         return list(parsed.calls), list(parsed.errors), parsed.text
 
     async def _run_wave(
-        self, sidecar: Sidecar, request: SidecarRequest, box: HintBox, stats: SidecarStats
+        self,
+        sidecar: Sidecar,
+        request: SidecarRequest,
+        box: HintBox,
+        stats: SidecarStats,
+        speculator: Speculator | None,
     ) -> None:
         """Run one wave, recording what happened; never lets a sidecar fault reach the call."""
         hint: Hint | None = None
@@ -179,3 +224,5 @@ class FastToolCaller:
             stats.error = f"predicted unknown tool {hint.function!r}"
             return
         stats.status = "ok"
+        if speculator is not None:
+            speculator.offer(hint)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 import anyio
@@ -24,10 +24,13 @@ from ooo_agent.calls import ToolCall, ToolResult
 from ooo_agent.context import ToolContext
 from ooo_agent.tools import Tool, ToolLike, Toolset
 
-__all__ = ["ContextFactory", "dispatch", "run_call"]
+__all__ = ["CallRunner", "ContextFactory", "dispatch", "run_call"]
 
 ContextFactory = Callable[[ToolCall], ToolContext]
 """Builds the :class:`ToolContext` of a call (only called for tools that take one)."""
+
+CallRunner = Callable[[ToolCall], Awaitable["ToolResult | None"]]
+"""Answers a call without running it (e.g. from a speculative execution), or returns None."""
 
 
 def _batches(calls: Sequence[ToolCall], toolset: Toolset) -> list[list[int]]:
@@ -102,6 +105,7 @@ async def dispatch(
     *,
     context_factory: ContextFactory | None = None,
     default_timeout: float | None = None,
+    answer: CallRunner | None = None,
 ) -> list[ToolResult]:
     """Run ``calls`` and return one result per call, in call order, ids kept.
 
@@ -111,6 +115,8 @@ async def dispatch(
         context_factory: Builds the :class:`ToolContext` for tools that take one; by
             default a context with the call id and tool name and no messages.
         default_timeout: Seconds allowed to a tool that has no timeout of its own.
+        answer: Consulted first for each call, in its turn (barriers still hold); a result it
+            returns is used instead of running the tool. Speculative pre-execution uses it.
 
     Cancelling the task that awaits ``dispatch`` cancels every running tool and waits for
     them; a sync tool's thread cannot be interrupted and finishes in the background.
@@ -120,6 +126,11 @@ async def dispatch(
     results: list[ToolResult | None] = [None] * len(calls)
 
     async def run(index: int) -> None:
+        if answer is not None:
+            answered = await answer(calls[index])
+            if answered is not None:
+                results[index] = answered
+                return
         results[index] = await run_call(
             calls[index],
             toolset,
