@@ -1,0 +1,268 @@
+"""``ooo-agent bench``: options, model loading, the progress bar, the report, the exit status.
+
+Exit status: 0 when every ``toolspec`` / ``ooo`` output equals ``vanilla``'s; 3 (after the
+report is written) when one does not — speculation must be lossless.
+
+Example::
+
+    ooo-agent bench --categories simple_python --n 20 --sidecar oracle --out bench-out
+    ooo-agent bench engine --help      # the decoding-engine micro-benchmark, when present
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import runpy
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from ooo_agent.bench.runner import BENCH_MODES
+from ooo_agent.cli import CliError
+
+__all__ = ["IDENTITY_EXIT", "add_arguments", "run_engine_benchmark", "run_from_args"]
+
+IDENTITY_EXIT = 3
+"""Exit status when a speculative mode's output differs from vanilla's."""
+
+
+def _modes(text: str) -> list[str]:
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in BENCH_MODES]
+    if unknown or not modes:
+        raise argparse.ArgumentTypeError(
+            f"modes must be a comma list of {', '.join(BENCH_MODES)}; got {text!r}"
+        )
+    return modes
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``bench`` options (and its ``engine`` sub-mode)."""
+    add = parser.add_argument
+    add("--categories", default="simple_python", help="comma list of BFCL categories")
+    add("--data", default=None, help="a JSONL file of items instead of BFCL categories")
+    add("--n", type=int, default=20, help="measured requests per category (default 20)")
+    add("--warmup", type=int, default=2, help="unmeasured warm-up requests (default 2)")
+    add(
+        "--modes",
+        type=_modes,
+        default=None,
+        help=f"comma list of {', '.join(BENCH_MODES)} (default: all the setup allows)",
+    )
+    add("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add("--out", default="bench-out", help="output folder (default bench-out)")
+    add("--target", default="auto", help="preset name or model folder (default: auto)")
+    add("--format", default="hermes", help="the target's call format (default hermes)")
+    add(
+        "--sidecar",
+        default="auto",
+        help="auto | none | oracle | a sidecar preset | a model folder | an http(s) URL",
+    )
+    add(
+        "--sidecar-process",
+        action="store_true",
+        help="run a local sidecar in its own serve-sidecar process (its own core)",
+    )
+    add(
+        "--oracle-delay",
+        type=float,
+        default=0.0,
+        help="oracle sidecar: publish its hint this many seconds after arrival",
+    )
+    add("--threads", type=int, default=1, help="torch threads of the target (default 1)")
+    add("--sidecar-threads", type=int, default=1, help="torch threads of the sidecar")
+    add("--max-new-tokens", type=int, default=256)
+    add(
+        "--no-prefix-reuse",
+        action="store_true",
+        help="prefill every prompt in full (the hf-pld baseline always does)",
+    )
+    add("--pld-tokens", type=int, default=10, help="hf-pld: prompt_lookup_num_tokens")
+    add("--sidecar-timeout", type=float, default=30.0)
+    add("--note", default="", help="free text stored with the results (e.g. machine load)")
+    sub = parser.add_subparsers(dest="bench_command", metavar="{engine}")
+    # Everything after 'engine' (its --help included) belongs to the script: a prefix no
+    # option uses keeps argparse from reading '--x' as an option of ours.
+    engine = sub.add_parser(
+        "engine",
+        help="run benchmarks/engine.py (decoding micro-benchmark) with the arguments that follow",
+        prefix_chars="\x00",
+        add_help=False,
+    )
+    engine.add_argument("engine_args", nargs="*")
+
+
+def run_engine_benchmark(arguments: list[str]) -> int:
+    """Run ``benchmarks/engine.py`` (from the current folder or the source checkout)."""
+    from ooo_agent.errors import OooAgentError
+
+    candidates = [Path.cwd() / "benchmarks" / "engine.py",
+                  Path(__file__).resolve().parents[3] / "benchmarks" / "engine.py"]  # fmt: skip
+    script = next((p for p in candidates if p.is_file()), None)
+    if script is None:
+        raise OooAgentError("no engine benchmark here: benchmarks/engine.py is missing")
+    saved = sys.argv
+    sys.argv = [str(script), *arguments]
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    finally:
+        sys.argv = saved
+    return 0
+
+
+def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[str]]:
+    """``(measured, warm-up, notes)``: warm-ups follow the first category's measured items."""
+    from ooo_agent.bench.datasets import load_bfcl, load_jsonl
+
+    if args.n < 1 or args.warmup < 0:
+        raise CliError("--n must be >= 1 and --warmup >= 0")
+    if args.data:
+        pools = [load_jsonl(args.data)]
+    else:
+        categories = [c.strip() for c in args.categories.split(",") if c.strip()]
+        pools = [load_bfcl(c, limit=args.n + args.warmup) for c in categories]
+    measured = [item for pool in pools for item in pool[: args.n]]
+    # Warm-ups come from beyond the measured range: measured outputs must not be in any
+    # retrieval memory before they are measured.
+    warmups = pools[0][args.n : args.n + args.warmup] if pools else []
+    notes = []
+    if len(warmups) < args.warmup:
+        notes.append(f"only {len(warmups)} warm-up request(s): the data set has no more items")
+    return measured, warmups, notes
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Run the benchmark described by ``args``; returns the exit status."""
+    if args.bench_command == "engine":
+        return run_engine_benchmark(list(args.engine_args))
+    # Before torch loads: its worker threads must not each start one OpenMP thread per core.
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
+    import anyio
+
+    return anyio.run(_run, args)
+
+
+async def _run(args: argparse.Namespace) -> int:
+    import torch
+
+    from ooo_agent.bench import _loading
+    from ooo_agent.bench.oracle import OracleSidecar
+    from ooo_agent.bench.report import summarize, write_report
+    from ooo_agent.bench.runner import (
+        build_runners,
+        identity_failures,
+        prepare_oracle,
+        run_requests,
+        running_means,
+        timestamp,
+    )
+    from ooo_agent.targets.hf import HFTarget
+
+    console = Console(stderr=True, soft_wrap=True)
+    started = timestamp()
+    measured, warmups, notes = _load_items(args)
+    torch.set_num_threads(args.threads)
+    loaded = _loading.load_target_model(args.target)
+    if loaded.note:
+        notes.append(loaded.note)
+    with _loading.open_sidecar(
+        args.sidecar, threads=args.sidecar_threads, process=args.sidecar_process,
+        oracle_delay_s=args.oracle_delay,
+    ) as choice:  # fmt: skip
+        if choice.note:
+            notes.append(choice.note)
+        modes = list(
+            args.modes or [m for m in BENCH_MODES if m != "ooo" or choice.sidecar is not None]
+        )
+        if "ooo" in modes and choice.sidecar is None:
+            raise CliError(
+                "mode 'ooo' needs a sidecar: pass --sidecar oracle, a preset, a folder or a URL"
+            )
+        labels = {m: m for m in modes}
+        if "ooo" in modes:
+            labels["ooo"] = f"ooo [{choice.label}]"
+        for note in notes:
+            console.print(f"[yellow]note:[/] {note}")
+        runners = build_runners(
+            loaded.model, loaded.tokenizer, modes=modes, fmt=args.format, sidecar=choice.sidecar,
+            threads=args.threads, prefix_reuse=not args.no_prefix_reuse,
+            max_new_tokens=args.max_new_tokens, sidecar_timeout=args.sidecar_timeout,
+            pld_tokens=args.pld_tokens,
+        )  # fmt: skip
+        schedule = [(item, True) for item in warmups] + [(item, False) for item in measured]
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TimeElapsedColumn(), TextColumn("{task.fields[means]}"), console=console,
+        ) as progress:  # fmt: skip
+            if isinstance(choice.sidecar, OracleSidecar) and "ooo" in modes:
+                task = progress.add_task("oracle pre-pass", total=len(schedule), means="")
+                fresh = HFTarget(loaded.model, loaded.tokenizer, args.format)
+                await prepare_oracle(
+                    choice.sidecar, fresh, [item for item, _ in schedule],
+                    max_new_tokens=args.max_new_tokens,
+                    on_item=lambda: progress.advance(task),
+                )  # fmt: skip
+            task = progress.add_task("bench", total=len(schedule) * len(modes), means="")
+            seen: list[Any] = []
+
+            def advance(record: Any) -> None:
+                seen.append(record)
+                progress.update(task, advance=1, means=running_means(seen))
+
+            records = await run_requests(schedule, runners, on_record=advance)
+    failures = identity_failures(records)
+    meta = {
+        "title": f"ooo-agent bench · {loaded.name} · {args.data or args.categories} · "
+        f"n={len(measured)} · {'oracle sidecar: upper bound, not a result' if choice.kind == 'oracle' else 'sidecar: ' + choice.label}",
+        "started": started,
+        "finished": timestamp(),
+        "command": "ooo-agent " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "target": loaded.name,
+        "format": args.format,
+        "sidecar": {"label": choice.label, "kind": choice.kind},
+        "modes": modes,
+        "data": args.data or args.categories,
+        "measured_requests": len(measured),
+        "warmup_requests": len(warmups),
+        "seed": args.seed,
+        "settings": {
+            "target_threads": args.threads,
+            "sidecar_threads": args.sidecar_threads,
+            "sidecar_process": args.sidecar_process,
+            "prefix_reuse": not args.no_prefix_reuse,
+            "retrieval_memory": "on (one target instance per mode: each mode remembers only "
+            "its own earlier outputs)",
+            "token_recycling": "on",
+            "max_new_tokens": args.max_new_tokens,
+            "hf_pld": f"transformers generate, prompt_lookup_num_tokens={args.pld_tokens}, "
+            "no prefix reuse",
+            "mode_order": "rotated per request",
+        },
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "torch": torch.__version__,
+            "python": platform.python_version(),
+        },
+        "notes": [*notes, *([args.note] if args.note else [])],
+        "identity_failures": failures,
+    }
+    paths = write_report(
+        records, summarize(records, seed=args.seed, labels=labels), Path(args.out),
+        meta=meta, labels=labels, console=Console(soft_wrap=True),
+    )  # fmt: skip
+    console.print(f"wrote {', '.join(str(p) for p in paths.values())}")
+    if choice.kind == "oracle":
+        console.print("[yellow]ooo used the ORACLE sidecar: an upper bound, not an OoO-Spec result")
+    if failures:
+        console.print(f"[bold red]identity mismatch with vanilla:[/] {', '.join(failures)}")
+        return IDENTITY_EXIT
+    return 0

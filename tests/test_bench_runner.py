@@ -1,0 +1,216 @@
+"""The ``ooo-agent bench`` command end to end on a tiny random model (seconds, CPU).
+
+All modes on two measured items and one warm-up; identity with vanilla is checked for real
+(the speculative modes are lossless), and a corrupted mode must make the command fail.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ooo_agent.bench import runner as bench_runner
+from ooo_agent.bench.oracle import ORACLE_LABEL, OracleSidecar
+from ooo_agent.calls import RawCall
+from ooo_agent.cli import main
+from ooo_agent.sidecar.base import HintBox, SidecarRequest
+from ooo_agent.targets.base import Generation, Mode, Target, TargetRequest
+
+pytestmark = pytest.mark.timeout(120)
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather of a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+TIME = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "Local time in a zone.",
+        "parameters": {
+            "type": "object",
+            "properties": {"zone": {"type": "string"}},
+            "required": ["zone"],
+        },
+    },
+}
+
+
+def _items() -> list[dict[str, Any]]:
+    questions = [
+        ("What is the weather in Paris in celsius?", {"get_weather": {"city": ["Paris"]}}),
+        ("What time is it in Tokyo?", {"get_time": {"zone": ["Asia/Tokyo"]}}),
+        ("Weather in Rome?", {"get_weather": {"city": ["Rome"]}}),
+    ]
+    return [
+        {
+            "id": f"tiny_{i}",
+            "category": "tiny",
+            "messages": [{"role": "user", "content": q}],
+            "tools": [WEATHER, TIME],
+            "gold": [gold],
+        }
+        for i, (q, gold) in enumerate(questions)
+    ]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    from sidecar_tiny import make_model, make_tokenizer
+
+    root = tmp_path_factory.mktemp("bench")
+    tokenizer = make_tokenizer()
+    model = make_model("llama", len(tokenizer))
+    model_dir = root / "tiny-target"
+    model.save_pretrained(model_dir)
+    tokenizer.save_pretrained(model_dir)
+    data = root / "items.jsonl"
+    data.write_text("".join(json.dumps(item) + "\n" for item in _items()))
+    return model_dir, data
+
+
+def _bench(setup: tuple[Path, Path], out: Path, *extra: str) -> int:
+    model_dir, data = setup
+    return main([
+        "bench", "--data", str(data), "--n", "2", "--warmup", "1", "--target", str(model_dir),
+        "--max-new-tokens", "12", "--out", str(out), *extra,
+    ])  # fmt: skip
+
+
+def test_whole_command_all_modes(
+    setup: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "out"
+    assert _bench(setup, out, "--sidecar", "oracle") == 0
+    printed = capsys.readouterr().out
+    assert ORACLE_LABEL in printed  # the table names the oracle on the ooo row
+
+    lines = [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()]
+    assert len(lines) == 3 * 4  # (1 warm-up + 2 measured) x 4 modes
+    assert [r["warmup"] for r in lines[::4]] == [True, False, False]
+    modes = {r["mode"] for r in lines}
+    assert modes == {"vanilla", "toolspec", "ooo", "hf-pld"}
+    # The mode order rotates per request: vanilla runs first, then last, then third.
+    vanilla_positions = [r["position"] for r in lines if r["mode"] == "vanilla"]
+    assert vanilla_positions == [0, 3, 2]
+    for record in lines:
+        assert record["latency_s"] > 0 and record["forward_passes"] >= 1
+        assert not record["failure"]
+        if record["mode"] != "vanilla":
+            assert record["identical"] is True, record  # lossless: same tokens as vanilla
+    by_key = {(r["item_id"], r["mode"]): r for r in lines}
+    for item in ("tiny_0", "tiny_1", "tiny_2"):
+        vanilla = by_key[(item, "vanilla")]
+        assert vanilla["forward_passes"] == vanilla["new_tokens"]  # one per token
+        assert by_key[(item, "ooo")]["sidecar_status"] == "ok"
+        # The oracle's hint is vanilla's own output: it cannot need more passes than vanilla.
+        assert by_key[(item, "ooo")]["forward_passes"] <= vanilla["forward_passes"]
+
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["sidecar"] == {"label": ORACLE_LABEL, "kind": "oracle"}
+    assert "upper bound, not a result" in summary["title"]
+    rows = {m["mode"]: m for m in summary["modes"]}
+    assert set(rows) == {"vanilla", "toolspec", "ooo", "hf-pld"}
+    assert ORACLE_LABEL in rows["ooo"]["label"]
+    assert rows["toolspec"]["identity"] == 1.0 and rows["ooo"]["identity"] == 1.0
+    assert rows["vanilla"]["n"] == 2 and rows["vanilla"]["speedup_vs_vanilla"] is None
+    speedup = rows["ooo"]["speedup_vs_vanilla"]
+    assert speedup["low"] <= speedup["point"] <= speedup["high"]
+    assert summary["settings"]["prefix_reuse"] is True
+    assert summary["identity_failures"] == []
+    assert (out / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+class _Corrupting:
+    """A target wrapper that changes the last output token (a lossy 'speculation')."""
+
+    def __init__(self, inner: Target) -> None:
+        self.inner = inner
+
+    @property
+    def format(self) -> Any:
+        return self.inner.format
+
+    @property
+    def modes(self) -> tuple[Mode, ...]:
+        return tuple(self.inner.modes)
+
+    async def generate(self, request: TargetRequest) -> Generation:
+        generation = await self.inner.generate(request)
+        ids = [*generation.token_ids[:-1], generation.token_ids[-1] + 1]
+        return Generation(generation.text + "!", None, ids, generation.stats)
+
+
+def test_identity_mismatch_fails_after_writing_the_report(
+    setup: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    original = bench_runner.build_runners
+
+    def corrupt_toolspec(*args: Any, **kwargs: Any) -> Any:
+        kwargs["wrap"] = lambda mode, t: _Corrupting(t) if mode == "toolspec" else t
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(bench_runner, "build_runners", corrupt_toolspec)
+    out = tmp_path / "out"
+    status = _bench(setup, out, "--sidecar", "none", "--modes", "vanilla,toolspec")
+    assert status != 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["identity_failures"] == ["tiny_2/toolspec", "tiny_0/toolspec", "tiny_1/toolspec"]
+    rows = {m["mode"]: m for m in summary["modes"]}
+    assert rows["toolspec"]["identity"] == 0.0
+
+
+def test_ooo_without_a_sidecar_is_a_clear_error(
+    setup: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = _bench(setup, tmp_path / "out", "--sidecar", "none", "--modes", "vanilla,ooo")
+    assert status == 1
+    assert "needs a sidecar" in capsys.readouterr().err
+
+
+@pytest.mark.anyio
+async def test_oracle_hints_the_remembered_call_and_nothing_else() -> None:
+    messages = [{"role": "user", "content": "Weather in Paris?"}]
+    oracle = OracleSidecar()
+    oracle.remember(messages, [WEATHER], RawCall("get_weather", '{"city": "Paris", "unit": "c"}'))
+    box = HintBox()
+    hint = await oracle.wave(SidecarRequest(messages, [WEATHER]), box)
+    assert hint.function == "get_weather" and dict(hint.slots) == {"city": "Paris", "unit": "c"}
+    assert list(hint.slots) == ["city", "unit"] and hint.complete  # the target's key order
+
+    unknown = await oracle.wave(
+        SidecarRequest([{"role": "user", "content": "?"}], [WEATHER]), HintBox()
+    )
+    assert unknown.empty and unknown.complete
+    oracle.remember(messages, [WEATHER], None)  # the target wrote no call: no hint
+    assert (await oracle.wave(SidecarRequest(messages, [WEATHER]), HintBox())).empty
+    with pytest.raises(ValueError):
+        OracleSidecar(delay_s=-1)
+
+
+def test_engine_submode_reports_a_missing_script(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ooo_agent.bench import command
+
+    monkeypatch.chdir(tmp_path)
+    script = tmp_path / "benchmarks" / "engine.py"
+    script.parent.mkdir()
+    script.write_text("import sys\nprint('engine', sys.argv[1:])\nraise SystemExit(7)\n")
+    assert main(["bench", "engine", "--quick", "x"]) == 7
+    assert "engine ['--quick', 'x']" in capsys.readouterr().out
+    script.unlink()
+    monkeypatch.setattr(command.Path, "resolve", lambda self: tmp_path / "a" / "b" / "c" / "d")
+    assert main(["bench", "engine"]) == 1
+    assert "engine.py is missing" in capsys.readouterr().err
