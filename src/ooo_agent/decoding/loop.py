@@ -1,0 +1,198 @@
+"""The decode loop: prefill, then draft -> build tree -> verify -> accept -> compact.
+
+:class:`DecodeEngine` owns one model and one KV cache. Between calls the cache keeps the
+last prompt and output, so a call that starts with the same tokens (same system prompt and
+tools) only prefills what is new (``prefix_reuse``); the kept entries are exactly what a
+cold prefill computes, since a causal model's state at a position depends only on the
+tokens before it.
+
+Without a planner every step verifies a one-node tree: plain greedy decoding, the reference
+the speculative modes must equal token for token.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ooo_agent.calls import DecodeStats
+from ooo_agent.decoding.drafts.base import DraftContext
+from ooo_agent.decoding.kv import cache_length, compact_cache, new_cache, truncate_cache
+from ooo_agent.decoding.planner import DraftPlanner
+from ooo_agent.decoding.stopping import StopCondition
+from ooo_agent.decoding.tree import TokenTree, TreeBuilder
+from ooo_agent.decoding.verify import StepVerdict, TreeVerifier
+
+__all__ = ["DecodeCancelled", "DecodeEngine", "DecodeResult", "common_prefix_length"]
+
+
+class DecodeCancelled(Exception):
+    """Raised inside the decode thread when its cancel flag is set."""
+
+
+@dataclass
+class DecodeResult:
+    """The generated tokens (stop token included) and what it took."""
+
+    token_ids: list[int]
+    stats: DecodeStats
+    prompt_hidden: torch.Tensor | None = None
+    """Final hidden state of the prompt's last token (the retrieval-memory key)."""
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two token sequences."""
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class DecodeEngine:
+    """Greedy decoding with tree speculation for one causal LM (batch 1).
+
+    Not re-entrant: calls are serialised by an internal lock, because they share the cache.
+    """
+
+    def __init__(
+        self, model: Any, *, prefix_reuse: bool = True, split_head: bool | None = None
+    ) -> None:
+        self.verifier = TreeVerifier(model, split_head=split_head)
+        self.prefix_reuse = prefix_reuse
+        self._cache: Any = new_cache()
+        self._cached_ids: list[int] = []
+        self._lock = threading.Lock()
+
+    def reset(self) -> None:
+        """Drop the kept prefix (the next call prefills its whole prompt)."""
+        with self._lock:
+            self._cache = new_cache()
+            self._cached_ids = []
+
+    # -- stages --------------------------------------------------------------------------
+    def _prefill(self, prompt_ids: Sequence[int], stats: DecodeStats) -> tuple[int, Any]:
+        keep = 0
+        if self.prefix_reuse and self._cached_ids:
+            # At least one prompt token must run to give the first prediction.
+            keep = min(common_prefix_length(self._cached_ids, prompt_ids), len(prompt_ids) - 1)
+        if keep == 0:
+            self._cache = new_cache()
+        else:
+            truncate_cache(self._cache, keep)
+        self._cached_ids = list(prompt_ids[:keep])
+        started = time.perf_counter()
+        try:
+            token, hidden, _ = self.verifier.prefill(self._cache, prompt_ids[keep:], keep)
+        except BaseException:
+            self._cache, self._cached_ids = new_cache(), []  # unknown state: start over
+            raise
+        self._cached_ids = list(prompt_ids)
+        stats.prefill_s = time.perf_counter() - started
+        stats.prefill_tokens = len(prompt_ids) - keep
+        stats.forward_passes += 1
+        return token, hidden
+
+    def _verify(self, tree: TokenTree, top_k: int) -> StepVerdict:
+        past = cache_length(self._cache)
+        try:
+            verdict = self.verifier.verify(tree, self._cache, past, top_k=top_k)
+            compact_cache(self._cache, past, verdict.path)
+        except BaseException:
+            self._cache, self._cached_ids = new_cache(), []
+            raise
+        self._cached_ids.extend(tree.tokens[n] for n in verdict.path)
+        return verdict
+
+    # -- the loop ------------------------------------------------------------------------
+    def decode(
+        self,
+        prompt_ids: Sequence[int],
+        *,
+        max_new_tokens: int,
+        stop: StopCondition,
+        planner: DraftPlanner | None = None,
+        recycler_top_k: int = 0,
+        on_verdict: Callable[[Sequence[int], StepVerdict], None] | None = None,
+        decode_text: Callable[[Sequence[int]], str] | None = None,
+        before_step: Callable[[int], None] | None = None,
+        on_prefill: Callable[[torch.Tensor | None], None] | None = None,
+        cancel: threading.Event | None = None,
+        mode: str = "vanilla",
+    ) -> DecodeResult:
+        """Generate up to ``max_new_tokens`` tokens after ``prompt_ids``.
+
+        ``planner`` (None: plain greedy) builds each step's tree; ``on_verdict`` receives the
+        accepted tokens with the verdict (token recycling learns from it); ``before_step``
+        runs before drafting (the hint poll); ``on_prefill`` receives the prompt's last hidden
+        state (the retrieval-memory key); ``cancel`` is checked before every forward.
+        """
+        if not prompt_ids:
+            raise ValueError("the prompt has no tokens")
+        if max_new_tokens < 1:
+            raise ValueError("max_new_tokens must be >= 1")
+        stats = DecodeStats(mode=mode, prompt_tokens=len(prompt_ids))
+        with self._lock:
+            if cancel is not None and cancel.is_set():
+                raise DecodeCancelled
+            pending, hidden = self._prefill(prompt_ids, stats)
+            if on_prefill is not None:
+                on_prefill(hidden)
+            generated = [pending]
+            finish = self._finished(stop, generated, 0, max_new_tokens)
+            decode_started = time.perf_counter()
+            step = 0
+            while finish is None:
+                if cancel is not None and cancel.is_set():
+                    raise DecodeCancelled
+                if before_step is not None:
+                    before_step(step)
+                drafting = time.perf_counter()
+                if planner is not None:
+                    context = DraftContext(prompt_ids, generated, step, decode_text)
+                    tree = planner.plan(context)
+                else:
+                    tree = TreeBuilder(pending, 0).build()
+                stats.draft_s += time.perf_counter() - drafting
+                verdict = self._verify(tree, recycler_top_k)
+                accepted = [tree.tokens[n] for n in verdict.path[1:]] + [verdict.bonus]
+                stats.forward_passes += 1
+                stats.tree_nodes.append(len(tree))
+                stats.accepted_lengths.append(len(accepted))
+                for node in verdict.path[1:]:
+                    source = tree.sources[node]
+                    stats.accepted_by_drafter[source] = stats.accepted_by_drafter.get(source, 0) + 1
+                if planner is not None:
+                    drafting = time.perf_counter()
+                    planner.observe(context, tree, verdict.path)
+                    if on_verdict is not None:
+                        on_verdict([tree.tokens[n] for n in verdict.path], verdict)
+                    stats.draft_s += time.perf_counter() - drafting
+                first_new = len(generated)
+                generated.extend(accepted)
+                pending = verdict.bonus
+                step += 1
+                finish = self._finished(stop, generated, first_new, max_new_tokens)
+            length, reason = finish
+            del generated[length:]
+            stats.decode_s = time.perf_counter() - decode_started
+            stats.new_tokens = len(generated)
+            stats.finish_reason = reason
+            return DecodeResult(generated, stats, hidden)
+
+    @staticmethod
+    def _finished(
+        stop: StopCondition, generated: list[int], first_new: int, max_new_tokens: int
+    ) -> tuple[int, str] | None:
+        ended = stop.check(generated[:max_new_tokens], first_new)
+        if ended is not None:
+            return ended
+        if len(generated) >= max_new_tokens:
+            return max_new_tokens, "length"
+        return None

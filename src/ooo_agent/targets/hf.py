@@ -1,0 +1,275 @@
+"""``HFTarget``: any ``AutoModelForCausalLM`` as a white-box, speculating target.
+
+Modes (all greedy, all producing the same tokens):
+
+* ``vanilla`` — one forward per token: the reference.
+* ``toolspec`` — lossless tree speculation: schema skeleton, n-gram lookup over the prompt,
+  the output and a retrieval memory of earlier verified calls, token recycling as fallback.
+* ``ooo`` — ``toolspec`` plus the sidecar's hint, read from ``request.hint_box`` at every
+  step without ever waiting for it.
+
+Example::
+
+    target = HFTarget.from_pretrained("Qwen/Qwen2.5-0.5B-Instruct", format="hermes")
+    generation = await target.generate(TargetRequest(messages, tools, mode="toolspec"))
+    generation.stats.forward_passes, generation.stats.mean_accepted
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import anyio.to_thread
+
+from ooo_agent.errors import TargetError
+from ooo_agent.targets.base import MODES, Generation, Mode, TargetRequest
+
+if TYPE_CHECKING:
+    import torch
+
+    from ooo_agent.decoding.drafts.hint import HintReader
+    from ooo_agent.decoding.drafts.memory import RetrievalMemory
+    from ooo_agent.decoding.drafts.ngram import NgramDrafter
+    from ooo_agent.decoding.drafts.recycling import TokenRecycler
+    from ooo_agent.decoding.drafts.schema import SchemaDrafter
+    from ooo_agent.decoding.loop import DecodeEngine
+    from ooo_agent.decoding.planner import AcceptanceRates
+    from ooo_agent.formats.base import CallSkeleton, ChatFormat
+    from ooo_agent.sidecar.base import Hint
+
+__all__ = ["HFTarget"]
+
+
+class HFTarget:
+    """A local Hugging Face causal LM that writes calls in a :class:`ChatFormat`.
+
+    ``num_threads`` sets torch's intra-op threads (process-wide) when given.
+    ``prefix_reuse`` keeps the previous call's KV cache and prefills only the new part of a
+    prompt that shares its start (same system prompt and tools). ``node_budget`` caps drafted
+    tree nodes per step and ``min_gain`` drops nodes less likely than this to be accepted.
+    The retrieval memory keeps ``memory_size`` earlier outputs of this instance.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        format: str | ChatFormat = "hermes",
+        *,
+        num_threads: int | None = None,
+        prefix_reuse: bool = True,
+        node_budget: int = 32,
+        min_gain: float = 0.05,
+        max_draft_tokens: int = 32,
+        memory_size: int = 256,
+        memory_top_k: int = 10,
+        recycling: bool = True,
+        recycling_top_k: int = 8,
+        split_head: bool | None = None,
+    ) -> None:
+        import torch
+
+        from ooo_agent.decoding.codec import TokenizerCodec, end_token_ids
+        from ooo_agent.decoding.drafts.memory import RetrievalMemory
+        from ooo_agent.decoding.drafts.recycling import TokenRecycler
+        from ooo_agent.decoding.loop import DecodeEngine
+        from ooo_agent.decoding.planner import AcceptanceRates
+        from ooo_agent.formats import get_format
+
+        if num_threads is not None:
+            torch.set_num_threads(num_threads)
+        if node_budget < 0:
+            raise ValueError("node_budget must be >= 0")
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self._format = get_format(format)
+        self.codec = TokenizerCodec(tokenizer)
+        self.end_ids = end_token_ids(tokenizer, model)
+        self.node_budget = node_budget
+        self.min_gain = min_gain
+        self.max_draft_tokens = max_draft_tokens
+        self.engine: DecodeEngine = DecodeEngine(
+            model, prefix_reuse=prefix_reuse, split_head=split_head
+        )
+        self.memory: RetrievalMemory = RetrievalMemory(memory_size, top_k=memory_top_k)
+        self.recycler: TokenRecycler | None = (
+            TokenRecycler(top_k=recycling_top_k) if recycling else None
+        )
+        # Acceptance rates carry over between calls: a drafter's quality is stable.
+        self.rates: AcceptanceRates = AcceptanceRates()
+        self._skeletons: dict[str, CallSkeleton] = {}
+        self._serial = threading.Lock()
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        path_or_id: str,
+        *,
+        dtype: Any = "float32",
+        attn_implementation: str | None = None,
+        **kwargs: Any,
+    ) -> HFTarget:
+        """Load model and tokenizer from a folder or hub id; other arguments go to ``__init__``."""
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        torch_dtype = getattr(torch, dtype) if isinstance(dtype, str) else dtype
+        load: dict[str, Any] = {"dtype": torch_dtype}
+        if attn_implementation is not None:
+            load["attn_implementation"] = attn_implementation
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(path_or_id)
+            model = AutoModelForCausalLM.from_pretrained(path_or_id, **load)
+        except (OSError, ValueError) as exc:
+            raise TargetError(f"cannot load {path_or_id!r}: {exc}") from exc
+        return cls(model, tokenizer, **kwargs)
+
+    # -- Target protocol -----------------------------------------------------------------
+    @property
+    def format(self) -> ChatFormat:
+        return self._format
+
+    @property
+    def modes(self) -> tuple[Mode, ...]:
+        return MODES
+
+    async def generate(self, request: TargetRequest) -> Generation:
+        """Decode in a worker thread; cancelling the awaiting task stops it within a step."""
+        cancel = threading.Event()
+        done = threading.Event()
+
+        def work() -> Generation:
+            try:
+                return self.generate_sync(request, cancel=cancel)
+            finally:
+                done.set()
+
+        try:
+            return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except anyio.get_cancelled_exc_class():
+            cancel.set()
+            # Wait (shielded) for the thread to notice, so the model is free when we return.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(done.wait)
+            raise
+
+    # -- prompt --------------------------------------------------------------------------
+    def prompt_ids(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> list[int]:
+        """The token ids of the rendered conversation, ready for the assistant's turn."""
+        rendered = self._format.render_messages(messages, tools)
+        try:
+            text = self.tokenizer.apply_chat_template(
+                rendered, tokenize=False, add_generation_prompt=True
+            )
+        except Exception as exc:
+            raise TargetError(f"the tokenizer's chat template failed: {exc}") from exc
+        return self.codec.encode(str(text))
+
+    def _skeleton(self, tools: Sequence[Mapping[str, Any]]) -> CallSkeleton | None:
+        key = json.dumps(list(tools), sort_keys=True, default=str)
+        skeleton = self._skeletons.get(key)
+        if skeleton is None:
+            try:
+                skeleton = self._format.skeleton(tools)
+            except Exception:
+                return None  # no skeleton: speculation falls back to the other drafters
+            if len(self._skeletons) > 64:
+                self._skeletons.clear()
+            self._skeletons[key] = skeleton
+        return skeleton
+
+    def _render_hint(self, hint: Hint) -> str | None:
+        if hint.function is None:
+            return None
+        return self._format.render_calls([(hint.function, dict(hint.slots))])
+
+    # -- decoding ------------------------------------------------------------------------
+    def generate_sync(
+        self, request: TargetRequest, *, cancel: threading.Event | None = None
+    ) -> Generation:
+        """Blocking :meth:`generate` (what the worker thread runs)."""
+        from ooo_agent.decoding.loop import DecodeCancelled
+        from ooo_agent.decoding.stopping import StopCondition
+
+        if request.mode not in MODES:
+            raise ValueError(f"unknown mode {request.mode!r}; expected one of {MODES}")
+        prompt = self.prompt_ids(request.messages, request.tools)
+        stop = StopCondition.of(self.end_ids, self._format.stop_strings, self.codec.decode)
+        plan = None if request.mode == "vanilla" else _Speculation(self, request, prompt)
+        try:
+            with self._serial:
+                result = self.engine.decode(
+                    prompt,
+                    max_new_tokens=request.max_new_tokens,
+                    stop=stop,
+                    planner=plan.planner if plan else None,
+                    recycler_top_k=self.recycler.top_k if plan and self.recycler else 0,
+                    on_verdict=plan.on_verdict if plan else None,
+                    before_step=plan.before_step if plan else None,
+                    on_prefill=plan.on_prefill if plan else None,
+                    decode_text=self.codec.decode,
+                    cancel=cancel,
+                    mode=request.mode,
+                )
+        except DecodeCancelled:
+            raise
+        except Exception as exc:
+            raise TargetError(f"decoding failed: {exc!r}") from exc
+        tokens = result.token_ids
+        self.memory.add(result.prompt_hidden, tokens)
+        body = tokens[:-1] if tokens and tokens[-1] in self.end_ids else tokens
+        return Generation(text=self.codec.decode(body), token_ids=tokens, stats=result.stats)
+
+
+class _Speculation:
+    """The drafters of one speculative call, and the hooks the decode loop calls."""
+
+    def __init__(self, target: HFTarget, request: TargetRequest, prompt: list[int]) -> None:
+        from ooo_agent.decoding.drafts.base import Drafter
+        from ooo_agent.decoding.drafts.hint import HintReader
+        from ooo_agent.decoding.drafts.ngram import NgramDrafter
+        from ooo_agent.decoding.drafts.schema import SchemaDrafter
+        from ooo_agent.decoding.planner import DraftPlanner
+
+        self.target = target
+        self.hint: HintReader | None = None
+        if request.mode == "ooo" and request.hint_box is not None:
+            self.hint = HintReader(request.hint_box, target._render_hint)
+        skeleton = target._skeleton(request.tools) if request.tools else None
+        self.schema: SchemaDrafter | None = (
+            SchemaDrafter(
+                skeleton, target.codec, hint=self.hint, max_tokens=target.max_draft_tokens
+            )
+            if skeleton is not None
+            else None
+        )
+        self.ngram: NgramDrafter = NgramDrafter(prompt, max_len=target.max_draft_tokens)
+        drafters: list[Drafter] = [self.ngram]
+        if self.schema is not None:
+            drafters.insert(0, self.schema)
+        self.planner = DraftPlanner(
+            drafters,
+            budget=target.node_budget,
+            min_gain=target.min_gain,
+            fallback=[target.recycler] if target.recycler is not None else [],
+            rates=target.rates,
+        )
+
+    def on_prefill(self, hidden: torch.Tensor | None) -> None:
+        self.ngram.set_source("memory", self.target.memory.query(hidden))
+
+    def before_step(self, step: int) -> None:
+        if self.hint is not None and self.hint.poll(step):
+            text = self.hint.text
+            self.ngram.set_source("hint", [self.target.codec.encode(text)] if text else [])
+
+    def on_verdict(self, path_tokens: Sequence[int], verdict: Any) -> None:
+        recycler = self.target.recycler
+        if recycler is not None and verdict.path_top:
+            recycler.record(path_tokens, verdict.path_top)
