@@ -229,3 +229,41 @@ def test_unknown_target_modules_give_a_clear_error(tmp_path: Path) -> None:
     cfg = config(tmp_path, target_modules=("no_such_proj",))
     with pytest.raises(ValueError, match="no_such_proj"):
         train_lora(cfg, tiny_model(), ByteTokenizer(), toy_rows(4))
+
+
+def test_per_example_and_padded_batches_give_the_same_gradient(tmp_path: Path) -> None:
+    from ooo_agent.train.trainer import _loss_sum, _wrap_lora
+
+    examples, _ = tokenize_rows(toy_rows(4), ByteTokenizer(), max_len=64)
+    assert len({len(ex.input_ids) for ex in examples}) > 1  # the padded batch really pads
+    model = _wrap_lora(tiny_model(), config(tmp_path, dropout=0.0))
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(0, 0.1)
+    cpu = torch.device("cpu")
+    grads = []
+    for pieces in ([examples], [[ex] for ex in examples]):
+        model.zero_grad()
+        total_tokens = sum(ex.completion_len for ex in examples)
+        for keep_only in (True, False):  # projecting only completion positions changes nothing
+            for batch in pieces:
+                loss, n = _loss_sum(model, _collate(batch, 0, cpu), keep_only)
+                assert n == sum(ex.completion_len for ex in batch)
+                (loss / total_tokens).backward()
+        grads.append({n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad})
+    padded, single = grads
+    for name in padded:
+        torch.testing.assert_close(single[name], padded[name], rtol=1e-4, atol=1e-6)
+    assert max(float(g.abs().max()) for g in padded.values()) > 1e-3  # atol is meaningful
+
+
+def test_per_example_and_padded_runs_train_alike(tmp_path: Path) -> None:
+    histories = []
+    for per_example in (True, False):
+        cfg = config(tmp_path / str(per_example), epochs=2, dropout=0.0, per_example=per_example)
+        histories.append(train_lora(cfg, tiny_model(), ByteTokenizer(), toy_rows(8)).train_history)
+    single, padded = histories
+    assert [s for s, _ in single] == [s for s, _ in padded]
+    for (_, a), (_, b) in zip(single, padded, strict=True):
+        assert a == pytest.approx(b, rel=1e-3)

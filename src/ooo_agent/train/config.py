@@ -63,6 +63,12 @@ class TrainConfig:
     """dtype of the final adapter file (LoRA weights are trained in fp32)."""
     group_by_length: bool = True
     """Batch rows of similar length together, so padding wastes little compute."""
+    per_example: bool | None = None
+    """Run each micro-batch one example at a time (same loss and gradient, no padding).
+
+    ``None`` (auto): per example on CPU, where it measured ~20 % faster than padded batches
+    of 4 for SmolLM2-135M at ~370 tokens; batched on GPUs.
+    """
     num_threads: int | None = None
     """``torch.set_num_threads`` for the run (CPU); ``None`` leaves torch's choice."""
     eval_every: int = 0

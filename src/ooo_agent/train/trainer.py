@@ -231,6 +231,8 @@ def train_lora(
         optimizer, _cosine_with_warmup(warmup, total_steps)
     )
     keep_only = _accepts_logits_to_keep(model)
+    per_example = device.type == "cpu" if config.per_example is None else config.per_example
+    eval_batch = 1 if per_example else config.batch_size
     lengths = [len(ex.input_ids) for ex in examples]
 
     step, tokens_seen, elapsed_before = 0, 0, 0.0
@@ -287,7 +289,12 @@ def train_lora(
                 group_examples = [[examples[i] for i in batch] for batch in group]
                 group_tokens = sum(ex.completion_len for b in group_examples for ex in b)
                 step_loss = 0.0
-                for batch in group_examples:
+                # The loss is summed and divided by the group's token count, so running a
+                # micro-batch as single examples gives the same gradient without padding.
+                pieces = (
+                    [[ex] for b in group_examples for ex in b] if per_example else group_examples
+                )
+                for batch in pieces:
                     loss, _ = _loss_sum(model, _collate(batch, pad_id, device), keep_only)
                     (loss / group_tokens).backward()  # type: ignore[no-untyped-call]
                     step_loss += float(loss.detach())
@@ -312,9 +319,7 @@ def train_lora(
                     and step % config.eval_every == 0
                     and step < total_steps
                 ):
-                    value = _evaluate(
-                        model, eval_examples, config.batch_size, pad_id, device, keep_only
-                    )
+                    value = _evaluate(model, eval_examples, eval_batch, pad_id, device, keep_only)
                     eval_history.append((step, value))
                     progress.note(f"step {step}: eval loss {value:.4f}")
                 if (
@@ -326,7 +331,7 @@ def train_lora(
                     progress.note(f"checkpoint {path}")
 
     if eval_examples and (not eval_history or eval_history[-1][0] != step):
-        value = _evaluate(model, eval_examples, config.batch_size, pad_id, device, keep_only)
+        value = _evaluate(model, eval_examples, eval_batch, pad_id, device, keep_only)
         eval_history.append((step, value))
     model.eval()
     adapter_path = _save_adapter(model, out_dir, _DTYPES[config.save_dtype])
