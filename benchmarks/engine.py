@@ -89,13 +89,24 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=1, help="passes over the prompts")
     parser.add_argument("--node-budget", type=int, default=32)
+    parser.add_argument("--min-gain", type=float, default=0.05)
     parser.add_argument("--format", default="hermes")
     args = parser.parse_args(argv)
 
     model, tokenizer = _load(args.model, args.dtype)
-    target = HFTarget(
-        model, tokenizer, args.format, num_threads=args.threads, node_budget=args.node_budget
-    )
+    # One target per mode on the same model: each keeps its own prefix cache and retrieval
+    # memory, so toolspec never sees vanilla's output for the same request.
+    targets = {
+        mode: HFTarget(
+            model,
+            tokenizer,
+            args.format,
+            num_threads=args.threads,
+            node_budget=args.node_budget,
+            min_gain=args.min_gain,
+        )
+        for mode in ("vanilla", "toolspec")
+    }
     rows: dict[str, list[dict[str, float]]] = {"vanilla": [], "toolspec": []}
     identical = 0
     total = 0
@@ -111,7 +122,7 @@ def main(argv: list[str] | None = None) -> None:
                     max_new_tokens=args.max_new_tokens,  # type: ignore[arg-type]
                 )
                 started = time.perf_counter()
-                generation = target.generate_sync(request)
+                generation = targets[mode].generate_sync(request)
                 wall = time.perf_counter() - started
                 stats = generation.stats
                 tokens[mode] = generation.token_ids
