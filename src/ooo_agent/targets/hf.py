@@ -128,6 +128,21 @@ class HFTarget:
             raise TargetError(f"cannot load {path_or_id!r}: {exc}") from exc
         return cls(model, tokenizer, **kwargs)
 
+    @classmethod
+    def from_preset(
+        cls, name: str = "smollm2-135m-toolcall", *, dtype: Any = None, **kwargs: Any
+    ) -> HFTarget:
+        """A named preset from :mod:`ooo_agent.models` (adapter merged into the weights).
+
+        ``HFTarget.from_preset()`` is the embedded default: SmolLM2-135M-Instruct with the
+        project's tool-calling adapter, Hermes call format. Raises
+        :class:`~ooo_agent.errors.ModelNotAvailableError` when the preset cannot be obtained.
+        """
+        from ooo_agent.models import load_preset
+
+        model, tokenizer = load_preset(name, merge=True, dtype=dtype)
+        return cls(model, tokenizer, **kwargs)
+
     # -- Target protocol -----------------------------------------------------------------
     @property
     def format(self) -> ChatFormat:
