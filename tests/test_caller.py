@@ -176,3 +176,24 @@ async def test_no_threads_or_tasks_leak_after_many_calls() -> None:
     await anyio.sleep(0.05)
     # anyio's worker threads are pooled; at most a couple may be kept idle.
     assert threading.active_count() <= before + 2
+
+
+async def test_tools_asking_for_context_get_the_conversation_and_deps() -> None:
+    from ooo_agent import ToolContext
+
+    seen: list[ToolContext] = []
+
+    @tool
+    def whoami(ctx: ToolContext) -> str:
+        """Report the caller's context."""
+        seen.append(ctx)
+        return ctx.deps["user"]
+
+    caller = FastToolCaller(
+        ReplayTarget(['<tool_call>\n{"name": "whoami", "arguments": {}}\n</tool_call>']), deps={"user": "ada"}
+    )
+    messages = [{"role": "user", "content": "who am I?"}]
+    result = await caller.call(messages, [whoami])
+    assert result.results[0].value == "ada"
+    assert seen[0].call_id == result.calls[0].id and list(seen[0].messages) == messages
+    assert "ctx" not in str(whoami.to_openai())

@@ -16,7 +16,8 @@ from typing import Any
 
 import anyio
 
-from ooo_agent.calls import CallError, CallResult, RawCall, SidecarStats
+from ooo_agent.calls import CallError, CallResult, RawCall, SidecarStats, ToolCall
+from ooo_agent.context import ToolContext
 from ooo_agent.dispatch import dispatch as dispatch_calls
 from ooo_agent.sidecar.base import Hint, HintBox, Sidecar, SidecarRequest
 from ooo_agent.speculation import Speculator
@@ -50,6 +51,8 @@ class FastToolCaller:
             is still decoding; a result is used only if the target's verified call is the same
             (see :mod:`ooo_agent.speculation`). Needs a sidecar; works with any target.
         max_speculative: at most this many speculative executions per call.
+        deps: handed to tools that take a :class:`~ooo_agent.tools.ToolContext` (``ctx.deps``),
+            e.g. a database handle; ``ctx.messages`` is the conversation of the call.
     """
 
     def __init__(
@@ -63,6 +66,7 @@ class FastToolCaller:
         max_new_tokens: int = 256,
         preexecute: bool = True,
         max_speculative: int = 4,
+        deps: Any = None,
     ) -> None:
         self.target = target
         self.sidecar = sidecar
@@ -80,6 +84,7 @@ class FastToolCaller:
         self.max_new_tokens = max_new_tokens
         self.preexecute = preexecute
         self.max_speculative = max_speculative
+        self.deps = deps
 
     async def call(
         self,
@@ -104,18 +109,24 @@ class FastToolCaller:
         mode = mode or self.mode
         result = CallResult()
         stats = result.stats
+        history = list(messages)
+
+        def context_for(call: ToolCall) -> ToolContext:
+            return ToolContext(call_id=call.id, tool_name=call.name, messages=history, deps=self.deps)
+
         async with anyio.create_task_group() as speculative_tasks:
             speculator = Speculator(
                 toolset,
                 speculative_tasks,
                 max_concurrent=self.max_speculative,
+                context_factory=context_for,
                 stats=stats.speculation,
             )
             preexecute = self.preexecute and dispatch and speculator.enabled
             run_wave = self.sidecar is not None and bool(tool_dicts) and (mode == "ooo" or preexecute)
             box = HintBox() if run_wave else None
             request = TargetRequest(
-                messages=list(messages),
+                messages=history,
                 tools=tool_dicts,
                 mode=mode,
                 tool_choice=tool_choice,
@@ -146,7 +157,10 @@ class FastToolCaller:
             if dispatch and result.calls:
                 started = time.perf_counter()
                 result.results = await dispatch_calls(
-                    result.calls, toolset, answer=speculator.answer if preexecute else None
+                    result.calls,
+                    toolset,
+                    context_factory=context_for,
+                    answer=speculator.answer if preexecute else None,
                 )
                 stats.dispatch_s = time.perf_counter() - started
             speculator.discard()  # mispredictions: cancelled, results dropped
