@@ -212,7 +212,32 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return run_from_args(args)
 
 
-SUBCOMMANDS: list[Callable[[Subparsers], None]] = [_add_tools_parser, _add_serve_sidecar_parser, _add_serve_parser, _add_train_parser, _add_bench_parser]
+def _add_demo_parser(subparsers: Subparsers) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="run the SDK end to end on the embedded default model",
+        description="Register a few business tools, send plain requests through FastToolCaller "
+        "and show each call, its validation, the dispatched result and vanilla vs toolspec vs "
+        "ooo side by side. Replays recorded outputs when the embedded model is unavailable.",
+    )
+    parser.add_argument("requests", nargs="*", help="requests to send (default: a built-in set)")
+    parser.set_defaults(handler=_cmd_demo)
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from ooo_agent.demo import DEMO_REQUESTS, run_demo
+
+    return run_demo(args.requests or DEMO_REQUESTS)
+
+
+SUBCOMMANDS: list[Callable[[Subparsers], None]] = [
+    _add_demo_parser,
+    _add_tools_parser,
+    _add_serve_sidecar_parser,
+    _add_serve_parser,
+    _add_train_parser,
+    _add_bench_parser,
+]
 """Adders of the subcommands, in the order ``--help`` lists them."""
 
 

@@ -1,0 +1,33 @@
+"""`ooo-agent demo`: the replay fallback always works; the embedded run when the model exists."""
+
+from __future__ import annotations
+
+import pytest
+
+from ooo_agent import demo
+from ooo_agent.cli import main
+
+
+def test_demo_replays_recorded_outputs_when_no_model(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(demo, "_load_embedded", lambda console: None)
+    assert main(["demo"]) == 0
+    out = capsys.readouterr().out
+    assert "Replaying recorded outputs" in out
+    assert out.count("validated → ok") == len(demo.DEMO_REQUESTS)
+    assert '"status": "processing"' in out  # get_order_status really ran
+
+
+@pytest.mark.slow
+def test_demo_on_the_embedded_model(capsys: pytest.CaptureFixture[str]) -> None:
+    from ooo_agent.errors import ModelNotAvailableError
+    from ooo_agent.models import load_preset
+
+    try:
+        load_preset("smollm2-135m-toolcall")
+    except ModelNotAvailableError as exc:
+        pytest.skip(f"embedded tool-calling adapter not available: {exc}")
+    assert main(["demo", "What is the status of my order A1002?"]) == 0
+    out = capsys.readouterr().out
+    assert "Replaying" not in out
+    assert "get_order_status" in out and "validated → ok" in out
+    assert "identical" in out and "NO" not in out
