@@ -114,6 +114,11 @@ def test_write_report_writes_every_file(tmp_path: Path) -> None:
     speedup = summary["modes"][1]["speedup_vs_vanilla"]
     assert speedup["low"] <= speedup["point"] <= speedup["high"]
     assert paths["plot"].read_bytes()[:4] == b"\x89PNG"
+    table = paths["table"].read_text()
+    assert "ooo *" in table and "* ooo: ooo [oracle]" in table
+    markdown = paths["markdown"].read_text().splitlines()
+    assert markdown[0].startswith("| mode | n |") and len(markdown) == 2 + len(summaries)
+    assert markdown[3].startswith("| ooo [oracle] | 4 |")
 
 
 def test_interval_prints_point_and_bounds() -> None:

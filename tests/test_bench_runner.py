@@ -116,6 +116,11 @@ def test_whole_command_all_modes(
         assert by_key[(item, "ooo")]["sidecar_status"] == "ok"
         # The oracle's hint is vanilla's own output: it cannot need more passes than vanilla.
         assert by_key[(item, "ooo")]["forward_passes"] <= vanilla["forward_passes"]
+        # Decode steps commit every token but the prefill's, in both greedy implementations.
+        pld = by_key[(item, "hf-pld")]
+        for record in (vanilla, pld):
+            assert record["accepted_tokens"] == record["new_tokens"] - 1
+        assert pld["decode_steps"] == pld["forward_passes"] - 1
 
     summary = json.loads((out / "summary.json").read_text())
     assert summary["sidecar"] == {"label": ORACLE_LABEL, "kind": "oracle"}
@@ -214,3 +219,22 @@ def test_engine_submode_reports_a_missing_script(
     monkeypatch.setattr(command.Path, "resolve", lambda self: tmp_path / "a" / "b" / "c" / "d")
     assert main(["bench", "engine"]) == 1
     assert "engine.py is missing" in capsys.readouterr().err
+
+
+def test_each_mode_gets_its_own_target_over_the_same_weights(setup: tuple[Path, Path]) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model_dir, _ = setup
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    runners = bench_runner.build_runners(
+        model, tokenizer, modes=["vanilla", "toolspec", "hf-pld"], fmt="hermes"
+    )
+    targets = [r.recorder.inner for r in runners.values()]
+    assert len({id(t) for t in targets}) == 3  # no shared cache, memory or recycling table
+    assert all(getattr(t, "model", None) is model for t in targets)
+    assert [r.call_mode for r in runners.values()] == ["vanilla", "toolspec", "vanilla"]
+    with pytest.raises(ValueError, match="needs a sidecar"):
+        bench_runner.build_runners(model, tokenizer, modes=["ooo"])
+    with pytest.raises(ValueError, match="unknown mode"):
+        bench_runner.build_runners(model, tokenizer, modes=["fast"])

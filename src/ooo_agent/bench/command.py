@@ -139,6 +139,12 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
     return measured, warmups, notes
 
 
+def _table_console() -> Console:
+    """Standard output; wide when it is not a terminal (logs keep whole table rows)."""
+    console = Console(soft_wrap=True)
+    return console if console.is_terminal else Console(soft_wrap=True, width=200)
+
+
 def run_from_args(args: argparse.Namespace) -> int:
     """Run the benchmark described by ``args``; returns the exit status."""
     if args.bench_command == "engine":
@@ -216,6 +222,13 @@ async def _run(args: argparse.Namespace) -> int:
             def advance(record: Any) -> None:
                 seen.append(record)
                 progress.update(task, advance=1, means=running_means(seen))
+                if not console.is_terminal and len(seen) % len(modes) == 0:
+                    # No live bar in a log file: one line per finished request instead.
+                    done = len(seen) // len(modes)
+                    console.print(
+                        f"[{done}/{len(schedule)}] {record.item_id}: {running_means(seen)}",
+                        markup=False,
+                    )
 
             records = await run_requests(schedule, runners, on_record=advance)
     failures = identity_failures(records)
@@ -257,7 +270,7 @@ async def _run(args: argparse.Namespace) -> int:
     }
     paths = write_report(
         records, summarize(records, seed=args.seed, labels=labels), Path(args.out),
-        meta=meta, labels=labels, console=Console(soft_wrap=True),
+        meta=meta, labels=labels, console=_table_console(),
     )  # fmt: skip
     console.print(f"wrote {', '.join(str(p) for p in paths.values())}")
     if choice.kind == "oracle":

@@ -5,7 +5,7 @@ One :class:`RequestRecord` per (request, mode). :func:`summarize` turns the meas
 requests (``sum(base) / sum(mode)``), with a 95 % percentile bootstrap interval that resamples
 *requests* (each resample keeps a request's modes together: the comparison is paired) from a
 fixed seed. :func:`write_report` writes ``requests.jsonl``, ``summary.json``, ``report.png``
-and returns the rich table it also prints.
+and the table it prints as ``table.txt`` and ``table.md``.
 
 Example::
 
@@ -32,6 +32,7 @@ __all__ = [
     "ModeSummary",
     "RequestRecord",
     "goal_checks",
+    "markdown_table",
     "paired_bootstrap_ratio",
     "percentile",
     "summarize",
@@ -302,6 +303,29 @@ def summary_table(summaries: Sequence[ModeSummary], *, title: str = "") -> Table
     return table
 
 
+def markdown_table(summaries: Sequence[ModeSummary]) -> str:
+    """The per-mode table as GitHub markdown (for docs and pull requests)."""
+    header = ("mode", "n", "mean s", "median s", "p90 s", "vs vanilla [95% CI]",
+              "vs toolspec [95% CI]", "fwd/call", "acc/step", "identity", "AST")  # fmt: skip
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for s in summaries:
+        cells = (
+            s.label,
+            str(s.n),
+            _fmt(s.mean_s, ".3f"),
+            _fmt(s.median_s, ".3f"),
+            _fmt(s.p90_s, ".3f"),
+            str(s.speedup_vs_vanilla) if s.speedup_vs_vanilla else "-",
+            str(s.speedup_vs_toolspec) if s.speedup_vs_toolspec else "-",
+            _fmt(s.forward_passes, ".1f"),
+            _fmt(s.mean_accepted, ".2f"),
+            _fmt(None if s.identity is None else s.identity * 100, ".0f", "%"),
+            _fmt(s.ast_accuracy * 100, ".0f", "%"),
+        )
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def write_plot(
     records: Sequence[RequestRecord],
     path: Path,
@@ -371,13 +395,16 @@ def write_report(
     labels: Mapping[str, str] | None = None,
     console: Console | None = None,
 ) -> dict[str, Path]:
-    """Write ``requests.jsonl``, ``summary.json``, ``report.png`` (and print the table)."""
+    """Write ``requests.jsonl``, ``summary.json``, ``report.png``, ``table.txt`` and ``table.md``;
+    print the table when given a console."""
     out_dir.mkdir(parents=True, exist_ok=True)
     meta = dict(meta or {})
     paths = {
         "requests": out_dir / "requests.jsonl",
         "summary": out_dir / "summary.json",
         "plot": out_dir / "report.png",
+        "table": out_dir / "table.txt",
+        "markdown": out_dir / "table.md",
     }
     with paths["requests"].open("w", encoding="utf-8") as out:
         for record in records:
@@ -397,9 +424,16 @@ def write_report(
     paths["summary"].write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     title = str(meta.get("title", ""))
     write_plot(records, paths["plot"], labels=labels, title=title)
+    paths["markdown"].write_text(markdown_table(summaries), encoding="utf-8")
+    with paths["table"].open("w", encoding="utf-8") as text:
+        _print_table(Console(file=text, width=200, color_system=None), summaries, title)
     if console is not None:
-        console.print(summary_table(summaries, title=title))
-        for s in summaries:  # labels in full, unwrapped: an oracle row must say what it is
-            if s.label != s.mode:
-                console.print(f"* {s.mode}: {s.label}", markup=False)
+        _print_table(console, summaries, title)
     return paths
+
+
+def _print_table(console: Console, summaries: Sequence[ModeSummary], title: str) -> None:
+    console.print(summary_table(summaries, title=title))
+    for s in summaries:  # labels in full, unwrapped: an oracle row must say what it is
+        if s.label != s.mode:
+            console.print(f"* {s.mode}: {s.label}", markup=False, soft_wrap=True)
