@@ -212,6 +212,27 @@ def _cmd_bench(args: argparse.Namespace) -> int:
     return run_from_args(args)
 
 
+# -- ooo-agent eval-sidecar -------------------------------------------------------------
+def _add_eval_sidecar_parser(subparsers: Subparsers) -> None:
+    from ooo_agent.train.eval_sidecar import add_arguments  # light: torch loads only to run
+
+    parser = subparsers.add_parser(
+        "eval-sidecar",
+        help="score a sidecar's waves on held-out requests (function, arguments, nulls)",
+        description="Run one sidecar wave per held-out request and score function-index "
+        "accuracy, argument exact match, null precision/recall, direct-call and hint exact "
+        "match against the target's own calls and against gold (table + JSON report).",
+    )
+    add_arguments(parser)
+    parser.set_defaults(handler=_cmd_eval_sidecar)
+
+
+def _cmd_eval_sidecar(args: argparse.Namespace) -> int:
+    from ooo_agent.train.eval_sidecar import run_from_args
+
+    return run_from_args(args)
+
+
 def _add_demo_parser(subparsers: Subparsers) -> None:
     parser = subparsers.add_parser(
         "demo",
@@ -237,6 +258,7 @@ SUBCOMMANDS: list[Callable[[Subparsers], None]] = [
     _add_serve_parser,
     _add_train_parser,
     _add_bench_parser,
+    _add_eval_sidecar_parser,
 ]
 """Adders of the subcommands, in the order ``--help`` lists them."""
 

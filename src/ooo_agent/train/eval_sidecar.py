@@ -1,0 +1,280 @@
+"""``ooo-agent eval-sidecar``: score a sidecar's waves on held-out requests.
+
+Each request runs one real wave (:meth:`HFSidecar.run_wave_sync
+<ooo_agent.sidecar.hf.HFSidecar.run_wave_sync>`: the function-index row and every slot row,
+batched, greedy) and, unless ``--no-direct``, the direct-call row on its own. The answers are
+scored (see :mod:`ooo_agent.train._sidecar_metrics` for the exact definitions) against
+
+- ``target``: the target's own first valid call, written by
+  ``python -m ooo_agent.train.sidecar_data`` into ``eval_requests.jsonl`` — what a hint must
+  reproduce to be accepted whole;
+- ``gold``: the request's gold call.
+
+The seed adapter's card reports, against its teacher's labels: function index 96.3 %, argument
+exact 86.1 %, null precision / recall 95.6 / 96.8 %, direct-call exact 54.2 %.
+
+A sidecar is never scored on what it was trained on: when the adapter folder holds
+``training_requests.txt`` (written by ``scripts/train_sidecar.py``), requests listed there are
+refused.
+
+Example::
+
+    ooo-agent eval-sidecar --sidecar adapters/smollm2-135m-sidecar \\
+        --requests runs/sidecar-data/eval_requests.jsonl --out runs/sidecar/eval.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from rich.console import Console
+from rich.table import Table
+
+from ooo_agent.errors import DatasetError, ModelNotAvailableError, SidecarError
+from ooo_agent.sidecar._wave import WaveReport
+from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
+from ooo_agent.sidecar.rows import SemanticRow, build_wave_rows
+from ooo_agent.train._sidecar_labels import (
+    Call,
+    LabelledRequest,
+    read_requests,
+    request_fingerprint,
+)
+from ooo_agent.train._sidecar_metrics import SidecarPrediction, SidecarScores, score_predictions
+
+__all__ = [
+    "DirectAnswer",
+    "SidecarEvalReport",
+    "SidecarPrediction",
+    "SidecarScores",
+    "WaveRunner",
+    "add_arguments",
+    "evaluate_sidecar",
+    "hf_direct_answer",
+    "label_sets",
+    "predict",
+    "render_table",
+    "run_from_args",
+    "score_predictions",
+]
+
+LabelSet = Literal["target", "gold"]
+DirectAnswer = Callable[[SemanticRow], str]
+"""The raw answer to a direct-call row."""
+
+TRAINING_LIST = "training_requests.txt"
+"""Fingerprint and id of each training request, beside the adapter it trained."""
+
+
+class WaveRunner(Protocol):
+    """What scoring needs of a sidecar: a blocking wave (``HFSidecar`` has one)."""
+
+    def run_wave_sync(
+        self, request: SidecarRequest, box: HintBox, cancel: threading.Event | None = None
+    ) -> WaveReport: ...
+
+
+def predict(
+    sidecar: WaveRunner, item: LabelledRequest, *, direct: DirectAnswer | None = None
+) -> SidecarPrediction:
+    """One wave (and the direct-call row, when ``direct`` is given) for ``item``'s request.
+
+    A sidecar failure gives an empty prediction (every metric counts it wrong), not an error.
+    """
+    request = item.request
+    try:
+        report = sidecar.run_wave_sync(SidecarRequest(request.messages, request.tools), HintBox())
+        answer = None
+        if direct is not None:
+            row = build_wave_rows(request.messages, request.tools, direct_call=True)[-1]
+            answer = direct(row)
+    except SidecarError:
+        return SidecarPrediction(request.id, {}, Hint())
+    return SidecarPrediction(
+        request.id, dict(report.answers), report.hint, answer, round(report.latency_s, 3)
+    )
+
+
+def hf_direct_answer(sidecar: Any, *, max_new_tokens: int = 160) -> DirectAnswer:
+    """Direct-call rows answered by an ``HFSidecar``'s model, with its own template."""
+
+    def answer(row: SemanticRow) -> str:
+        prompt = sidecar.generator.encode(sidecar.template(row.messages))
+        results = sidecar.generator.generate([prompt], max_new_tokens=max_new_tokens)
+        return str(results[0].text).strip()
+
+    return answer
+
+
+def label_sets(
+    items: Sequence[LabelledRequest], which: Sequence[LabelSet]
+) -> dict[str, dict[str, Call]]:
+    """``{label set: {request id: call}}`` for the label sets asked."""
+    sets: dict[str, dict[str, Call]] = {}
+    for name in which:
+        calls = {i.request.id: i.call if name == "target" else i.gold_call for i in items}
+        sets[name] = {rid: call for rid, call in calls.items() if call is not None}
+    return sets
+
+
+@dataclass
+class SidecarEvalReport:
+    """Scores by label set, every prediction, and the run's settings."""
+
+    scores: dict[str, SidecarScores] = field(default_factory=dict)
+    predictions: list[SidecarPrediction] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scores": {name: s.to_dict() for name, s in self.scores.items()},
+            "predictions": [asdict(p) for p in self.predictions],
+            "config": self.config,
+        }
+
+
+def evaluate_sidecar(
+    sidecar: WaveRunner,
+    items: Sequence[LabelledRequest],
+    *,
+    labels: Sequence[LabelSet] = ("target", "gold"),
+    direct: DirectAnswer | None = None,
+    on_prediction: Callable[[int, SidecarPrediction], None] | None = None,
+) -> SidecarEvalReport:
+    """Run a wave per request that has a label in ``labels``; score it against each set."""
+    sets = label_sets(items, labels)
+    wanted = [i for i in items if any(i.request.id in calls for calls in sets.values())]
+    report = SidecarEvalReport()
+    for number, item in enumerate(wanted, 1):
+        prediction = predict(sidecar, item, direct=direct)
+        report.predictions.append(prediction)
+        if on_prediction is not None:
+            on_prediction(number, prediction)
+    requests = {i.request.id: i.request for i in wanted}
+    for name, calls in sets.items():
+        report.scores[name] = score_predictions(report.predictions, requests, calls)
+    return report
+
+
+def render_table(report: SidecarEvalReport) -> Table:
+    """The metrics as a rich table, one column per label set."""
+    names = list(report.scores)
+    table = Table("metric", *(f"vs {n}" for n in names), title="sidecar offline quality")
+    table.add_row("requests", *(str(report.scores[n].requests) for n in names))
+    for metric in SidecarScores.RATES:
+        cells = []
+        for name in names:
+            rate = getattr(report.scores[name], metric)
+            cells.append("–" if rate.value is None else f"{rate.value:.1%} ({rate.hits}/{rate.n})")
+        table.add_row(metric.replace("_", " "), *cells)
+    table.add_row("mean wave s", *(f"{report.scores[n].mean_wave_seconds:.3f}" for n in names))
+    return table
+
+
+# -- command line --------------------------------------------------------------------------
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``eval-sidecar`` options (light: no torch import)."""
+    parser.add_argument(
+        "--sidecar", required=True, help="LoRA adapter folder or preset name (smollm2-135m-sidecar)"
+    )
+    parser.add_argument(
+        "--base", default="smollm2-135m-instruct", help="base model under an adapter folder"
+    )
+    parser.add_argument(
+        "--requests", required=True, type=Path, help="eval_requests.jsonl (or requests.jsonl)"
+    )
+    parser.add_argument(
+        "--labels", choices=("target", "gold", "both"), default="both", help="default: %(default)s"
+    )
+    parser.add_argument("--n", type=int, default=None, help="score the first N requests")
+    parser.add_argument("--out", required=True, type=Path, help="JSON report path")
+    parser.add_argument("--no-direct", action="store_true", help="skip the direct-call row")
+    parser.add_argument("--max-new-tokens", type=int, default=32, help="per wave row")
+    parser.add_argument("--direct-max-new-tokens", type=int, default=160)
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument("--cache-dir", default=None, help="ooo-agent cache root")
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    """Run ``ooo-agent eval-sidecar``; errors are ooo-agent exceptions the CLI prints."""
+    if args.n is not None and args.n < 1:
+        raise DatasetError("--n must be at least 1")
+    items, _ = read_requests(args.requests)
+    items = items[: args.n] if args.n is not None else items
+    which: list[LabelSet] = ["target", "gold"] if args.labels == "both" else [args.labels]
+    if args.labels == "target" and not any(i.call is not None for i in items):
+        raise DatasetError(
+            f"no request in {args.requests} has a target label; write them with "
+            "'python -m ooo_agent.train.sidecar_data' and pass its eval_requests.jsonl"
+        )
+    sidecar, adapter = _load_sidecar(args)
+    _refuse_training_requests(items, adapter)
+    console = Console(soft_wrap=True)
+
+    def show(number: int, p: SidecarPrediction) -> None:
+        slots = json.dumps(dict(p.hint.slots), ensure_ascii=False)[:60]
+        console.print(f"[{number}] {p.id:32s} {p.seconds:6.2f}s {p.hint.function} {slots}")
+
+    direct = (
+        None
+        if args.no_direct
+        else hf_direct_answer(sidecar, max_new_tokens=args.direct_max_new_tokens)
+    )
+    report = evaluate_sidecar(sidecar, items, labels=which, direct=direct, on_prediction=show)
+    report.config = {
+        "sidecar": args.sidecar,
+        "base": args.base if adapter is not None else None,
+        "requests": str(args.requests),
+        "n": args.n,
+        "labels": which,
+        "max_new_tokens": args.max_new_tokens,
+        "direct_call": not args.no_direct,
+    }
+    console.print(render_table(report))
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+    console.print(f"report written to {args.out}")
+    return 0
+
+
+def _load_sidecar(args: argparse.Namespace) -> tuple[Any, Path | None]:
+    """The ``HFSidecar`` and its adapter folder (``None`` for a hub or adapter-less preset)."""
+    from ooo_agent.models.presets import PRESETS, adapter_dir, attach_adapter, load_base
+    from ooo_agent.sidecar.hf import HFSidecar
+
+    options = {"num_threads": args.threads, "max_new_tokens": args.max_new_tokens}
+    preset = PRESETS.get(args.sidecar)
+    if preset is not None:
+        folder = adapter_dir(preset.name) if preset.adapter and not preset.from_hub else None
+        return HFSidecar.from_preset(preset.name, **options), folder
+    folder = Path(args.sidecar)
+    if not (folder / "adapter_config.json").is_file():
+        known = ", ".join(sorted(PRESETS))
+        raise ModelNotAvailableError(
+            f"--sidecar {args.sidecar!r} is neither a LoRA adapter folder (no "
+            f"adapter_config.json) nor a preset ({known})"
+        )
+    model, tokenizer = load_base(args.base, cache_dir=args.cache_dir)
+    model = attach_adapter(model, folder, merge=True)
+    return HFSidecar(model, tokenizer, **options), folder
+
+
+def _refuse_training_requests(items: Sequence[LabelledRequest], adapter: Path | None) -> None:
+    listing = adapter / TRAINING_LIST if adapter is not None else None
+    if listing is None or not listing.is_file():
+        return
+    trained = {line.split("\t")[0] for line in listing.read_text(encoding="utf-8").splitlines()}
+    seen = [i.request.id for i in items if request_fingerprint(i.request) in trained]
+    if seen:
+        raise DatasetError(
+            f"{len(seen)} of the requests (first: {seen[0]!r}) trained this sidecar "
+            f"(listed in {listing}); score it on held-out requests only"
+        )

@@ -1,0 +1,385 @@
+"""Training data for the sidecar: what *this target* writes, turned into OoO-Spec semantic rows.
+
+A sidecar's hint pays only when it is what the target will write (``docs/method.md`` §6: the
+target's own output as a hint costs ~1 forward per call, the gold answer in other words ~5).
+So the labels come from the trained target itself:
+
+1. :func:`label_with_target` runs the target (greedy, ``toolspec`` by default: lossless, so the
+   same text as vanilla, faster) over each request, parses its output with the target's call
+   format and validates the **first** call against the request's tools (the hint drafts the
+   first call). Requests where the target wrote no valid first call are dropped. Validation is
+   strict by default: a label must be exactly what the target wrote *and* pass the slot's
+   schema, or the wave's slot check would drop it at inference time. The label's arguments are
+   the ones the target wrote (decoded JSON), not a normalised copy.
+2. :func:`sidecar_rows` turns each labelled request into ``{"prompt", "completion"}`` rows, the
+   trainer's input format (:func:`ooo_agent.train.read_rows`): the function-index row, one row
+   per (function, parameter), and the direct-call auxiliary row, rendered with the tokenizer's
+   chat template exactly as :class:`~ooo_agent.sidecar.hf.HFSidecar` renders them at inference.
+
+**Subsampling.** Most rows of a wave ask about tools the target did not call; their answer is
+always ``null``. They matter only when the function index is wrong (the hint keeps the predicted
+function's slots only), so by default a quarter of them is kept (``other_null_fraction``), and
+every row of the selected tool (its ``null`` slots included: they teach which optional
+parameters this target leaves out). On the target's training requests that cuts the rows by
+about a quarter (300 requests: 2,215 → 1,605 rows of ~190 SmolLM2 tokens each), which keeps a
+CPU training run affordable.
+
+**Held-out requests.** The sidecar is scored on the requests the target itself was not trained
+on (the tail of ``requests.jsonl``, see :func:`read_requests`), so its labels there are what the
+target writes for new requests. Training requests equal to one of them are dropped, and both
+parts are filtered with :func:`ooo_agent.train.data.decontaminate` against every function name
+of the BFCL evaluation categories.
+
+Command line (writes ``train.jsonl``/``eval.jsonl`` rows, the labelled requests and stats)::
+
+    python -m ooo_agent.train.sidecar_data --requests runs/target-data/requests.jsonl \\
+        --target-adapter runs/target/adapter --out runs/sidecar-data/
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ooo_agent.errors import OooAgentError
+from ooo_agent.sidecar.prompts import PromptTemplate, template_from_tokenizer
+from ooo_agent.sidecar.rows import label_rows
+from ooo_agent.train._sidecar_labels import (
+    LabelledRequest,
+    LabellingTarget,
+    gold_agreement,
+    label_request,
+    label_with_target,
+    read_requests,
+    request_fingerprint,
+)
+from ooo_agent.train.data import END_OF_TURN
+
+__all__ = [
+    "LabelledRequest",
+    "LabellingTarget",
+    "RowCounts",
+    "build_sidecar_data",
+    "label_request",
+    "label_with_target",
+    "main",
+    "read_requests",
+    "request_fingerprint",
+    "sidecar_rows",
+    "split_requests",
+]
+
+
+# -- rows ----------------------------------------------------------------------------------
+
+
+@dataclass
+class RowCounts:
+    """How many rows of each kind :func:`sidecar_rows` wrote, and the null rows it skipped."""
+
+    by_kind: Counter[str] = field(default_factory=Counter)
+    skipped_other_null: int = 0
+
+    def add(self, other: RowCounts) -> None:
+        self.by_kind.update(other.by_kind)
+        self.skipped_other_null += other.skipped_other_null
+
+
+def sidecar_rows(
+    labelled: Iterable[LabelledRequest],
+    tokenizer: Any,
+    *,
+    other_null_fraction: float = 0.25,
+    direct_call: bool = True,
+    end_of_turn: str = END_OF_TURN,
+    seed: int = 0,
+    template: PromptTemplate | None = None,
+    counts: RowCounts | None = None,
+) -> list[dict[str, str]]:
+    """``{"prompt", "completion"}`` rows for the trainer from labelled requests.
+
+    The prompt is the row's chat messages through ``tokenizer``'s chat template with the
+    generation prompt (``template`` overrides it); the completion is the row's answer followed
+    by ``end_of_turn``. Requests without a label are skipped. Rows of tools other than the
+    labelled one (all ``null``) are kept with probability ``other_null_fraction`` (seeded);
+    every other row is kept. ``counts`` (if given) is filled with what was written.
+    """
+    if not 0.0 <= other_null_fraction <= 1.0:
+        raise ValueError(f"other_null_fraction must be in [0, 1], not {other_null_fraction!r}")
+    render = template or template_from_tokenizer(tokenizer)
+    rng = random.Random(seed)
+    tally = counts if counts is not None else RowCounts()
+    rows: list[dict[str, str]] = []
+    for item in labelled:
+        if item.call is None:
+            continue
+        names = item.request.tool_names
+        selected = names.index(item.call[0]) if item.call[0] in names else None
+        for row, answer in label_rows(item.request.messages, item.request.tools, item.call):
+            if row.kind == "direct_call" and not direct_call:
+                continue
+            other = row.kind == "argument_value" and row.function_index != selected
+            if other and rng.random() >= other_null_fraction:
+                tally.skipped_other_null += 1
+                continue
+            tally.by_kind[row.kind] += 1
+            rows.append({"prompt": render(row.messages), "completion": answer + end_of_turn})
+    return rows
+
+
+# -- the data set ----------------------------------------------------------------------------
+
+
+def split_requests(
+    items: Sequence[LabelledRequest],
+    *,
+    held_out: int | None,
+    eval_examples: int,
+    seed: int,
+) -> tuple[list[LabelledRequest], list[LabelledRequest]]:
+    """``(train, eval)``: the last ``held_out`` requests when known, else ``eval_examples`` at
+    random. Training requests equal to an evaluation one (same conversation and tools) are
+    dropped, whatever their id."""
+    if held_out is not None:
+        cut = len(items) - held_out
+        train, evaluation = list(items[:cut]), list(items[cut:])
+    else:
+        shuffled = list(items)
+        random.Random(seed).shuffle(shuffled)
+        evaluation, train = shuffled[:eval_examples], shuffled[eval_examples:]
+    seen = {request_fingerprint(item.request) for item in evaluation}
+    return [i for i in train if request_fingerprint(i.request) not in seen], evaluation
+
+
+def _token_count(tokenizer: Any, text: str) -> int:
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def build_sidecar_data(
+    out_dir: str | os.PathLike[str],
+    train: Sequence[LabelledRequest],
+    evaluation: Sequence[LabelledRequest],
+    tokenizer: Any,
+    *,
+    other_null_fraction: float = 0.25,
+    token_budget: int | None = None,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Write the sidecar's rows and labelled requests to ``out_dir``; returns the stats.
+
+    Files: ``train.jsonl`` / ``eval.jsonl`` (trainer rows), ``train_requests.jsonl`` (the
+    labelled requests the rows come from), ``eval_requests.jsonl`` (every evaluation request,
+    labelled or not: gold scoring still uses them), ``training_requests.txt`` (fingerprint and id
+    of each training request, copied next to the adapter so evaluation can refuse them) and
+    ``stats.json``. ``token_budget`` stops adding training requests past that many prompt +
+    completion tokens.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    counts = RowCounts()
+    train_rows: list[dict[str, str]] = []
+    used: list[LabelledRequest] = []
+    total_tokens = 0
+    for index, item in enumerate(i for i in train if i.call is not None):
+        item_counts = RowCounts()
+        rows = sidecar_rows(
+            [item],
+            tokenizer,
+            other_null_fraction=other_null_fraction,
+            seed=seed + index,
+            counts=item_counts,
+        )
+        cost = sum(_token_count(tokenizer, r["prompt"] + r["completion"]) for r in rows)
+        if token_budget is not None and total_tokens + cost > token_budget:
+            break
+        counts.add(item_counts)
+        train_rows.extend(rows)
+        used.append(item)
+        total_tokens += cost
+    random.Random(seed).shuffle(train_rows)  # the trainer sees a mix of requests and kinds
+    eval_rows = sidecar_rows(
+        evaluation, tokenizer, other_null_fraction=other_null_fraction, seed=seed
+    )
+
+    _write_jsonl(out / "train.jsonl", train_rows)
+    _write_jsonl(out / "eval.jsonl", eval_rows)
+    _write_jsonl(out / "train_requests.jsonl", (i.to_dict() for i in used))
+    _write_jsonl(out / "eval_requests.jsonl", (i.to_dict() for i in evaluation))
+    (out / "training_requests.txt").write_text(
+        "".join(f"{request_fingerprint(i.request)}\t{i.request.id}\n" for i in used),
+        encoding="utf-8",
+    )
+    problems = Counter(i.problem.split(":")[0] for i in [*train, *evaluation] if i.call is None)
+    stats: dict[str, Any] = {
+        "train_requests": len(used),
+        "train_requests_labelled": sum(i.call is not None for i in train),
+        "train_requests_unused": sum(i.call is not None for i in train) - len(used),
+        "eval_requests": len(evaluation),
+        "eval_requests_labelled": sum(i.call is not None for i in evaluation),
+        "dropped": dict(problems),
+        "train_rows": len(train_rows),
+        "eval_rows": len(eval_rows),
+        "rows_by_kind": dict(counts.by_kind),
+        "skipped_other_null_rows": counts.skipped_other_null,
+        "other_null_fraction": other_null_fraction,
+        "train_tokens": total_tokens,
+        "target_vs_gold": {
+            "train": gold_agreement(used),
+            "eval": gold_agreement(evaluation),
+        },
+        "seed": seed,
+    }
+    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
+    return stats
+
+
+def _write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+# -- command line --------------------------------------------------------------------------
+
+
+class _LabelLog:
+    """Labels already computed (``labels.jsonl`` in the output folder), so an interrupted run
+    resumes where it stopped instead of running the target again."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.known: dict[str, LabelledRequest] = {}
+        if path.is_file():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    item = LabelledRequest.from_dict(json.loads(line))
+                except (ValueError, KeyError, TypeError):
+                    continue  # a line cut short by the interruption
+                self.known[request_fingerprint(item.request)] = item
+
+    def record(self, item: LabelledRequest) -> None:
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
+
+
+def _label_all(
+    target: LabellingTarget, items: Sequence[LabelledRequest], log: _LabelLog, args: Any
+) -> list[LabelledRequest]:
+    out: list[LabelledRequest] = []
+    for number, item in enumerate(items, 1):
+        known = log.known.get(request_fingerprint(item.request))
+        if known is not None:
+            out.append(known)
+            continue
+        start = time.perf_counter()
+        result = label_request(
+            target,
+            item.request,
+            mode=args.mode,
+            max_new_tokens=args.max_new_tokens,
+            strict=not args.lenient,
+        )
+        log.record(result)
+        out.append(result)
+        verdict = "ok" if result.call is not None else result.problem[:70]
+        seconds = time.perf_counter() - start
+        print(
+            f"[{number}/{len(items)}] {item.request.id:32s} {seconds:5.1f}s {verdict}", flush=True
+        )
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m ooo_agent.train.sidecar_data``: label requests with the target, write rows."""
+    parser = argparse.ArgumentParser(
+        prog="python -m ooo_agent.train.sidecar_data", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--requests", default="runs/target-data/requests.jsonl")
+    parser.add_argument("--target-adapter", required=True, help="the target's LoRA adapter folder")
+    parser.add_argument("--base", default="smollm2-135m-instruct", help="embedded name or folder")
+    parser.add_argument("--out", required=True, help="output folder")
+    parser.add_argument("--limit", type=int, default=None, help="label at most N training requests")
+    parser.add_argument("--eval-examples", type=int, default=40, help="held-out requests at most")
+    parser.add_argument("--mode", default="toolspec", choices=("vanilla", "toolspec"))
+    parser.add_argument("--max-new-tokens", type=int, default=192)
+    parser.add_argument("--other-null-fraction", type=float, default=0.25)
+    parser.add_argument("--token-budget", type=int, default=None, help="training tokens at most")
+    parser.add_argument("--lenient", action="store_true", help="accept calls needing type fixes")
+    parser.add_argument(
+        "--no-decontaminate", action="store_true", help="skip the BFCL evaluation-name filter"
+    )
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cache-dir", default=None, help="ooo-agent cache root")
+    args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except (OSError, ValueError, OooAgentError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ooo_agent.train.data import decontaminate, evaluation_function_names
+
+    if args.limit is not None and args.limit < 1:
+        raise ValueError("--limit must be at least 1")
+    items, held_out = read_requests(args.requests)
+    train, evaluation = split_requests(
+        items, held_out=held_out, eval_examples=args.eval_examples, seed=args.seed
+    )
+    if not args.no_decontaminate:
+        # Split first, filter after: the held-out tail stays the target's held-out requests.
+        banned = evaluation_function_names(args.cache_dir)
+        keep = {
+            request_fingerprint(r) for r in decontaminate([i.request for i in items], banned)[0]
+        }
+        before = len(train) + len(evaluation)
+        train = [i for i in train if request_fingerprint(i.request) in keep]
+        evaluation = [i for i in evaluation if request_fingerprint(i.request) in keep]
+        if len(train) + len(evaluation) < before:
+            print(f"decontamination dropped {before - len(train) - len(evaluation)} requests")
+    evaluation = evaluation[: args.eval_examples]
+    train = train[: args.limit] if args.limit is not None else train
+    target, tokenizer = _load_target(args)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    log = _LabelLog(out / "labels.jsonl")
+    labelled_eval = _label_all(target, evaluation, log, args)
+    labelled_train = _label_all(target, train, log, args)
+    stats = build_sidecar_data(
+        out,
+        labelled_train,
+        labelled_eval,
+        tokenizer,
+        other_null_fraction=args.other_null_fraction,
+        token_budget=args.token_budget,
+        seed=args.seed,
+    )
+    print(json.dumps(stats, indent=2))
+    return 0
+
+
+def _load_target(args: argparse.Namespace) -> tuple[Any, Any]:
+    from ooo_agent.models.presets import attach_adapter, load_base
+    from ooo_agent.targets.hf import HFTarget
+
+    adapter = Path(args.target_adapter)
+    if not (adapter / "adapter_config.json").is_file():
+        raise ValueError(f"{adapter} is not a LoRA adapter folder (no adapter_config.json)")
+    model, tokenizer = load_base(args.base, cache_dir=args.cache_dir)
+    model = attach_adapter(model, adapter, merge=True)
+    return HFTarget(model, tokenizer, "hermes", num_threads=args.threads), tokenizer
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
