@@ -1,0 +1,325 @@
+"""Training data for the target: requests → rows in the target's own chat and call format.
+
+Where requests come from (:func:`collect_requests`):
+
+- BFCL's **live** categories (user-contributed requests): each gold answer becomes the
+  calls (first acceptable value per argument, arguments that may be absent left out);
+  entries whose gold no call can pass are skipped;
+- the project's generated multi-tool requests (``ooo_agent.train.generated``).
+
+**Decontamination**: a request is dropped when any tool it offers has the name of a function
+in an evaluation category (``BFCL_EVAL_CATEGORIES``): we never train on what we score.
+
+Rows (:func:`target_row`) are what the trainer reads: ``{"prompt", "completion"}`` where the
+prompt is the conversation rendered by the call format (``HermesFormat``: tools in the system
+prompt) through the tokenizer's chat template with the generation prompt, and the completion
+is the calls as the format writes them (or the plain answer) plus ``<|im_end|>``.
+
+The sidecar's semantic rows are built from the same :class:`TrainRequest` list
+(``requests.jsonl`` in the output folder) by the sidecar's row builder
+(``ooo_agent.sidecar.rows``); this module stops at that boundary.
+
+Command line::
+
+    python -m ooo_agent.train.data --out runs/target-data/ --examples 1000 --generated 700
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ooo_agent.bench.ast_check import gold_calls, gold_defects
+from ooo_agent.bench.datasets import BFCL_EVAL_CATEGORIES, BFCL_TRAIN_CATEGORIES, load_bfcl
+from ooo_agent.formats.base import ChatFormat
+from ooo_agent.train.examples import TrainRequest
+from ooo_agent.train.generated import generate_requests
+
+__all__ = [
+    "END_OF_TURN",
+    "DataStats",
+    "Tokenizer",
+    "build_target_data",
+    "collect_requests",
+    "decontaminate",
+    "evaluation_function_names",
+    "live_requests",
+    "main",
+    "target_row",
+]
+
+END_OF_TURN = "<|im_end|>"
+"""SmolLM2's (ChatML) end-of-turn marker, appended to every completion."""
+
+
+class Tokenizer(Protocol):
+    """What the builder needs of a Hugging Face tokenizer."""
+
+    def apply_chat_template(self, conversation: Any, **kwargs: Any) -> Any: ...
+
+    def __call__(self, text: str, **kwargs: Any) -> Any: ...
+
+
+@dataclass
+class DataStats:
+    """What :func:`build_target_data` kept, dropped and wrote."""
+
+    train_rows: int = 0
+    eval_rows: int = 0
+    by_source: dict[str, int] = field(default_factory=dict)
+    by_call_count: dict[str, int] = field(default_factory=dict)
+    """Rows by number of calls in the answer (``"0"`` = plain-text answer)."""
+    by_tools_offered: dict[str, int] = field(default_factory=dict)
+    dropped_contaminated: int = 0
+    dropped_defective: int = 0
+    dropped_too_long: int = 0
+    unused: int = 0
+    """Eligible requests left out by the example count or the token budget."""
+    prompt_tokens_mean: float = 0.0
+    prompt_tokens_max: int = 0
+    total_tokens: int = 0
+    """Prompt + completion tokens of the training rows (what the training cost scales with)."""
+    max_prompt_tokens: int = 0
+    seed: int = 0
+
+
+# -- requests ------------------------------------------------------------------------------
+
+
+def evaluation_function_names(cache_dir: str | os.PathLike[str] | None = None) -> frozenset[str]:
+    """Every function name offered in an evaluation category (what training must not see)."""
+    names: set[str] = set()
+    for category in BFCL_EVAL_CATEGORIES:
+        for item in load_bfcl(category, cache_dir=cache_dir):
+            names.update(str(f["name"]) for f in item.schemas())
+    return frozenset(names)
+
+
+def live_requests(
+    cache_dir: str | os.PathLike[str] | None = None,
+    categories: Sequence[str] = BFCL_TRAIN_CATEGORIES,
+) -> tuple[list[TrainRequest], int]:
+    """Requests from BFCL live categories with their gold calls; also the count of entries
+    skipped because their gold answer is defective (no call could pass it)."""
+    requests: list[TrainRequest] = []
+    defective = 0
+    for category in categories:
+        if category in BFCL_EVAL_CATEGORIES:
+            raise ValueError(f"{category!r} is an evaluation category: never train on it")
+        for item in load_bfcl(category, cache_dir=cache_dir):
+            if gold_defects(item) or not item.gold:
+                defective += 1
+                continue
+            requests.append(
+                TrainRequest(
+                    id=item.id,
+                    messages=item.messages,
+                    tools=item.tools,
+                    calls=gold_calls(item),
+                    source=category,
+                )
+            )
+    return requests, defective
+
+
+def decontaminate(
+    requests: Iterable[TrainRequest], banned: frozenset[str] | set[str]
+) -> tuple[list[TrainRequest], int]:
+    """Drop every request that offers or calls a banned function name; returns (kept, dropped)."""
+    kept: list[TrainRequest] = []
+    dropped = 0
+    for request in requests:
+        names = set(request.tool_names) | {name for name, _ in request.calls}
+        if names & banned:
+            dropped += 1
+        else:
+            kept.append(request)
+    return kept, dropped
+
+
+def collect_requests(
+    *,
+    generated: int = 700,
+    seed: int = 0,
+    cache_dir: str | os.PathLike[str] | None = None,
+    banned: frozenset[str] | None = None,
+) -> tuple[list[TrainRequest], dict[str, int]]:
+    """Live BFCL requests + ``generated`` generated ones, decontaminated.
+
+    Returns the requests and drop counters (``contaminated``, ``defective``). ``banned``
+    defaults to :func:`evaluation_function_names`.
+    """
+    live, defective = live_requests(cache_dir)
+    pool = live + generate_requests(generated, seed=seed)
+    banned = evaluation_function_names(cache_dir) if banned is None else banned
+    kept, contaminated = decontaminate(pool, banned)
+    return kept, {"contaminated": contaminated, "defective": defective}
+
+
+# -- rows ----------------------------------------------------------------------------------
+
+
+def target_row(request: TrainRequest, fmt: ChatFormat, tokenizer: Tokenizer) -> dict[str, str]:
+    """``{"prompt", "completion"}`` for the trainer, in ``fmt``'s chat and call format."""
+    messages = fmt.render_messages(request.messages, request.tools)
+    prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    answer = fmt.render_calls(request.calls) if request.calls else request.answer
+    return {"prompt": str(prompt), "completion": answer + END_OF_TURN}
+
+
+def _count_tokens(tokenizer: Tokenizer, text: str) -> int:
+    return len(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+
+def _priority(request: TrainRequest) -> int:
+    """Lower first: real (BFCL live) requests, then generated ones (all multi-tool), so a
+    budget cut trims the generated share, never the real requests."""
+    return 1 if request.source == "generated" else 0
+
+
+def build_target_data(
+    out_dir: str | os.PathLike[str],
+    *,
+    examples: int = 1000,
+    eval_examples: int = 40,
+    generated: int = 700,
+    max_prompt_tokens: int = 700,
+    token_budget: int | None = None,
+    seed: int = 0,
+    tokenizer: Tokenizer | None = None,
+    fmt: ChatFormat | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    banned: frozenset[str] | None = None,
+) -> DataStats:
+    """Write ``train.jsonl``, ``eval.jsonl``, ``requests.jsonl`` and ``stats.json`` to ``out_dir``.
+
+    Keeps requests whose prompt fits ``max_prompt_tokens``; takes ``eval_examples`` at random
+    for evaluation, then up to ``examples`` training rows, BFCL live requests first and
+    generated multi-tool ones after them, stopping when ``token_budget`` (prompt + completion
+    tokens) would be passed.
+    ``tokenizer`` defaults to the embedded SmolLM2's, ``fmt`` to :class:`HermesFormat`.
+    """
+    if examples < 1 or eval_examples < 0 or max_prompt_tokens < 1:
+        raise ValueError("examples and max_prompt_tokens must be >= 1, eval_examples >= 0")
+    if fmt is None:
+        from ooo_agent.formats.hermes import HermesFormat
+
+        fmt = HermesFormat()
+    if tokenizer is None:
+        tokenizer = _default_tokenizer(cache_dir)
+    requests, dropped = collect_requests(
+        generated=generated, seed=seed, cache_dir=cache_dir, banned=banned
+    )
+    stats = DataStats(
+        dropped_contaminated=dropped["contaminated"],
+        dropped_defective=dropped["defective"],
+        max_prompt_tokens=max_prompt_tokens,
+        seed=seed,
+    )
+    rows: list[tuple[TrainRequest, dict[str, str], int, int]] = []
+    for request in requests:
+        row = target_row(request, fmt, tokenizer)
+        prompt_tokens = _count_tokens(tokenizer, row["prompt"])
+        if prompt_tokens > max_prompt_tokens:
+            stats.dropped_too_long += 1
+            continue
+        rows.append((request, row, prompt_tokens, _count_tokens(tokenizer, row["completion"])))
+
+    rng = random.Random(seed)
+    rng.shuffle(rows)
+    eval_part, rest = rows[:eval_examples], rows[eval_examples:]
+    rest.sort(key=lambda r: _priority(r[0]))  # stable: random order within a priority
+    train_part: list[tuple[TrainRequest, dict[str, str], int, int]] = []
+    for entry in rest:
+        cost = entry[2] + entry[3]
+        if len(train_part) >= examples:
+            break
+        if token_budget is not None and stats.total_tokens + cost > token_budget:
+            break
+        train_part.append(entry)
+        stats.total_tokens += cost
+    stats.unused = len(rest) - len(train_part)
+    rng.shuffle(train_part)  # the trainer sees a mix, not the priority order
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    _write_jsonl(out / "train.jsonl", (r[1] for r in train_part))
+    _write_jsonl(out / "eval.jsonl", (r[1] for r in eval_part))
+    _write_jsonl(out / "requests.jsonl", (r[0].to_dict() for r in train_part + eval_part))
+
+    stats.train_rows, stats.eval_rows = len(train_part), len(eval_part)
+    stats.by_source = dict(Counter(r[0].source for r in train_part))
+    stats.by_call_count = {
+        str(k): v for k, v in Counter(len(r[0].calls) for r in train_part).items()
+    }
+    stats.by_tools_offered = {
+        str(k): v for k, v in sorted(Counter(len(r[0].tools) for r in train_part).items())
+    }
+    prompt_lengths = [r[2] for r in train_part]
+    stats.prompt_tokens_mean = round(statistics.fmean(prompt_lengths), 1) if prompt_lengths else 0.0
+    stats.prompt_tokens_max = max(prompt_lengths, default=0)
+    (out / "stats.json").write_text(json.dumps(asdict(stats), indent=2) + "\n", encoding="utf-8")
+    return stats
+
+
+def _write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
+def _default_tokenizer(cache_dir: str | os.PathLike[str] | None) -> Tokenizer:
+    from transformers import AutoTokenizer
+
+    from ooo_agent.models.smollm2 import ensure_smollm2
+
+    tokenizer: Tokenizer = AutoTokenizer.from_pretrained(ensure_smollm2(cache_dir))
+    return tokenizer
+
+
+# -- command line --------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m ooo_agent.train.data``: build the target's training data."""
+    parser = argparse.ArgumentParser(
+        prog="python -m ooo_agent.train.data", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--out", required=True, help="output folder (train/eval JSONL, stats)")
+    parser.add_argument("--examples", type=int, default=1000, help="training rows at most")
+    parser.add_argument("--eval-examples", type=int, default=40, help="held-out rows")
+    parser.add_argument("--generated", type=int, default=700, help="generated requests to draw")
+    parser.add_argument("--max-prompt-tokens", type=int, default=700)
+    parser.add_argument(
+        "--token-budget",
+        type=int,
+        default=None,
+        help="stop adding training rows past this many tokens",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cache-dir", default=None, help="ooo-agent cache root")
+    args = parser.parse_args(argv)
+    stats = build_target_data(
+        args.out,
+        examples=args.examples,
+        eval_examples=args.eval_examples,
+        generated=args.generated,
+        max_prompt_tokens=args.max_prompt_tokens,
+        token_budget=args.token_budget,
+        seed=args.seed,
+        cache_dir=args.cache_dir,
+    )
+    print(json.dumps(asdict(stats), indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,234 @@
+"""Score a target model (plus LoRA adapter) on BFCL: parse rate, function name, AST accuracy.
+
+Greedy generation, one request at a time, prompt rendered by the call format exactly as in
+training (``HermesFormat`` + the tokenizer's chat template). For each item:
+
+- **parsed**: the output holds no malformed call, and at least one call when one is expected;
+- **name**: the called function names equal the expected ones;
+- **ast**: the calls pass :func:`ooo_agent.bench.ast_check.check`.
+
+Command line (writes a JSON report)::
+
+    python -m ooo_agent.train.eval_target --adapter runs/target/adapter \\
+        --categories simple_python,multiple --out runs/target/eval.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ooo_agent.bench.ast_check import check, names_match
+from ooo_agent.bench.datasets import BenchItem, load_bfcl
+from ooo_agent.formats.base import ChatFormat
+
+__all__ = [
+    "CategoryScore",
+    "ItemScore",
+    "TargetEvalReport",
+    "evaluate_items",
+    "hf_generator",
+    "main",
+    "score_output",
+]
+
+Generate = Callable[[BenchItem], tuple[str, int]]
+"""``item -> (output text, new tokens)``: one greedy answer to the item's request."""
+
+
+@dataclass
+class ItemScore:
+    """One request's outcome."""
+
+    id: str
+    category: str
+    output: str
+    parsed: bool
+    name: bool
+    ast: bool
+    reason: str = ""
+    new_tokens: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class CategoryScore:
+    """Rates over one category (fractions in [0, 1])."""
+
+    n: int = 0
+    parse_rate: float = 0.0
+    name_accuracy: float = 0.0
+    ast_accuracy: float = 0.0
+    mean_new_tokens: float = 0.0
+    mean_seconds: float = 0.0
+
+
+@dataclass
+class TargetEvalReport:
+    """Per-category scores and every item's outcome."""
+
+    categories: dict[str, CategoryScore] = field(default_factory=dict)
+    items: list[ItemScore] = field(default_factory=list)
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def score_output(item: BenchItem, text: str, fmt: ChatFormat) -> ItemScore:
+    """Parse ``text`` with ``fmt`` and score it against ``item``'s gold answer."""
+    parsed = fmt.parse(text)
+    calls = [(c.name, c.arguments) for c in parsed.calls]
+    parse_ok = not parsed.errors and (bool(calls) or not item.gold)
+    if parsed.errors:
+        ast_ok, reason = False, parsed.errors[0].message
+    else:
+        result = check(calls, item)
+        ast_ok, reason = result.ok, result.reason
+    return ItemScore(
+        id=item.id,
+        category=item.category,
+        output=text,
+        parsed=parse_ok,
+        name=names_match(calls, item),
+        ast=ast_ok,
+        reason=reason,
+    )
+
+
+def evaluate_items(
+    items: Sequence[BenchItem],
+    generate: Generate,
+    fmt: ChatFormat,
+    *,
+    on_item: Callable[[ItemScore], None] | None = None,
+) -> TargetEvalReport:
+    """Generate and score every item; ``on_item`` sees each outcome as it lands."""
+    report = TargetEvalReport()
+    for item in items:
+        start = time.perf_counter()
+        text, new_tokens = generate(item)
+        score = score_output(item, text, fmt)
+        score.new_tokens, score.seconds = new_tokens, round(time.perf_counter() - start, 3)
+        report.items.append(score)
+        if on_item is not None:
+            on_item(score)
+    for category in dict.fromkeys(s.category for s in report.items):
+        scores = [s for s in report.items if s.category == category]
+        n = len(scores)
+        report.categories[category] = CategoryScore(
+            n=n,
+            parse_rate=round(sum(s.parsed for s in scores) / n, 4),
+            name_accuracy=round(sum(s.name for s in scores) / n, 4),
+            ast_accuracy=round(sum(s.ast for s in scores) / n, 4),
+            mean_new_tokens=round(sum(s.new_tokens for s in scores) / n, 1),
+            mean_seconds=round(sum(s.seconds for s in scores) / n, 3),
+        )
+    return report
+
+
+def hf_generator(
+    model: Any, tokenizer: Any, fmt: ChatFormat, *, max_new_tokens: int = 160
+) -> Generate:
+    """Greedy generation with a transformers model, stopping at the end of the turn."""
+    import torch
+
+    end_ids = [tokenizer.eos_token_id]
+    im_end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    if isinstance(im_end, int) and im_end != tokenizer.unk_token_id:
+        end_ids.append(im_end)
+
+    def generate(item: BenchItem) -> tuple[str, int]:
+        messages = fmt.render_messages(item.messages, item.tools)
+        prompt = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+        input_ids = tokenizer(prompt, return_tensors="pt", add_special_tokens=False).input_ids
+        with torch.inference_mode():
+            output = model.generate(
+                input_ids=input_ids,
+                attention_mask=torch.ones_like(input_ids),
+                max_new_tokens=max_new_tokens,
+                do_sample=False,
+                eos_token_id=[i for i in end_ids if i is not None],
+                pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
+            )
+        new = output[0, input_ids.shape[1] :]
+        # Keep special tokens: a format's own markers may be special in some vocabularies.
+        text = tokenizer.decode(new, skip_special_tokens=False)
+        for marker in ("<|im_end|>", tokenizer.eos_token or ""):
+            if marker and marker in text:
+                text = text.split(marker, 1)[0]
+        return text, int(new.shape[0])
+
+    return generate
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m ooo_agent.train.eval_target``: score the embedded target on BFCL."""
+    parser = argparse.ArgumentParser(
+        prog="python -m ooo_agent.train.eval_target", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--adapter", default=None, help="LoRA adapter folder (none: base model)")
+    parser.add_argument("--categories", default="simple_python,multiple")
+    parser.add_argument("--limit", type=int, default=None, help="first N items per category")
+    parser.add_argument("--offset", type=int, default=0, help="skip the first N items")
+    parser.add_argument("--max-new-tokens", type=int, default=160)
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    parser.add_argument("--out", default=None, help="JSON report path")
+    parser.add_argument("--cache-dir", default=None)
+    args = parser.parse_args(argv)
+
+    import torch
+
+    from ooo_agent.formats.hermes import HermesFormat
+    from ooo_agent.models.presets import attach_adapter
+    from ooo_agent.models.smollm2 import load_smollm2
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    model, tokenizer = load_smollm2(args.cache_dir)
+    if args.adapter:
+        model = attach_adapter(model, args.adapter, merge=True)
+    fmt = HermesFormat()
+    items: list[BenchItem] = []
+    for category in args.categories.split(","):
+        chosen = load_bfcl(category.strip(), cache_dir=args.cache_dir)[args.offset :]
+        items += chosen[: args.limit] if args.limit is not None else chosen
+
+    def show(score: ItemScore) -> None:
+        flags = "".join(
+            c if ok else "-"
+            for c, ok in zip("PNA", (score.parsed, score.name, score.ast), strict=True)
+        )
+        print(f"{score.id:28s} {flags} {score.seconds:6.1f}s {score.reason[:70]}", flush=True)
+
+    report = evaluate_items(
+        items,
+        hf_generator(model, tokenizer, fmt, max_new_tokens=args.max_new_tokens),
+        fmt,
+        on_item=show,
+    )
+    report.config = {
+        "adapter": os.fspath(args.adapter) if args.adapter else None,
+        "categories": args.categories,
+        "limit": args.limit,
+        "offset": args.offset,
+        "max_new_tokens": args.max_new_tokens,
+        "command": " ".join(sys.argv),
+    }
+    for category, score in report.categories.items():
+        print(f"{category}: {json.dumps(asdict(score))}")
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

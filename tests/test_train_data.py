@@ -1,0 +1,243 @@
+"""Target training data: generated requests, live BFCL requests, decontamination, rows."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ooo_agent.bench.ast_check import check
+from ooo_agent.bench.datasets import BenchItem, load_bfcl
+from ooo_agent.formats.hermes import HermesFormat
+from ooo_agent.train.data import (
+    END_OF_TURN,
+    build_target_data,
+    decontaminate,
+    evaluation_function_names,
+    live_requests,
+    main,
+    target_row,
+)
+from ooo_agent.train.examples import TrainRequest
+from ooo_agent.train.generated import GENERATED_TOOLS, generate_requests
+
+
+class FakeTokenizer:
+    """ChatML template and one token per whitespace-separated word: fast and predictable."""
+
+    def apply_chat_template(self, conversation: Any, **kwargs: Any) -> str:
+        assert kwargs == {"tokenize": False, "add_generation_prompt": True}
+        text = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in conversation)
+        return text + "<|im_start|>assistant\n"
+
+    def __call__(self, text: str, **kwargs: Any) -> dict[str, list[int]]:
+        return {"input_ids": list(range(len(text.split())))}
+
+
+# -- generated requests ----------------------------------------------------------------------
+
+
+def test_generation_is_deterministic_per_seed() -> None:
+    first = generate_requests(80, seed=3)
+    assert first == generate_requests(80, seed=3)
+    assert first != generate_requests(80, seed=4)
+
+
+def test_generated_requests_are_well_formed() -> None:
+    requests = generate_requests(400, seed=11)
+    assert len(requests) == 400
+    kinds = {"none": 0, "one": 0, "two": 0}
+    for request in requests:
+        assert request.source == "generated"
+        assert 2 <= len(request.tools) <= 6
+        assert len(set(request.tool_names)) == len(request.tools)
+        text = request.messages[-1]["content"]
+        if not request.calls:
+            kinds["none"] += 1
+            assert request.answer
+            continue
+        kinds["one" if len(request.calls) == 1 else "two"] += 1
+        assert request.answer == ""
+        for name, args in request.calls:
+            assert name in request.tool_names  # the right tool is offered
+            params = GENERATED_TOOLS[name]["function"]["parameters"]
+            assert set(params["required"]) <= set(args)
+            assert set(args) <= set(params["properties"])
+            for key, value in args.items():
+                _assert_value_in_request(value, text, key)
+                enum = params["properties"][key].get("enum")
+                assert enum is None or value in enum
+    # A real mixture: some no-tool answers, some two-call requests, mostly single calls.
+    assert kinds["none"] > 20 and kinds["two"] > 40 and kinds["one"] > 200
+
+
+def _assert_value_in_request(value: Any, text: str, key: str) -> None:
+    """Values are copied from the request (numbers as written, booleans by their phrase)."""
+    if isinstance(value, bool):
+        return
+    if isinstance(value, list):
+        for element in value:
+            _assert_value_in_request(element, text, key)
+    elif isinstance(value, (int, float)):
+        written = str(int(value)) if value == int(value) else f"{value:.2f}"
+        assert re.search(rf"(?<![\d.]){re.escape(written.lstrip('-'))}(?![\d])", text), (key, text)
+    else:
+        assert str(value) in text, (key, value, text)
+
+
+def test_generated_tools_are_valid_json_schema() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    for tool in GENERATED_TOOLS.values():
+        jsonschema.Draft202012Validator.check_schema(tool["function"]["parameters"])
+    for request in generate_requests(150, seed=5):
+        for name, args in request.calls:
+            jsonschema.validate(args, GENERATED_TOOLS[name]["function"]["parameters"])
+
+
+def test_generate_rejects_bad_shares() -> None:
+    with pytest.raises(ValueError):
+        generate_requests(10, parallel_share=1.5)
+
+
+# -- live requests and decontamination ------------------------------------------------------
+
+
+def test_live_requests_carry_gold_calls_that_pass_the_checker() -> None:
+    requests, defective = live_requests(categories=["live_simple", "live_parallel"])
+    assert defective == 2  # the two live_simple entries with empty acceptable lists
+    items = {i.id: i for c in ("live_simple", "live_parallel") for i in load_bfcl(c)}
+    assert len(requests) == len(items) - 2
+    for request in requests:
+        item: BenchItem = items[request.id]
+        assert request.messages == item.messages and request.tools == item.tools
+        assert check(request.calls, item).ok
+
+
+def test_live_requests_refuse_evaluation_categories() -> None:
+    with pytest.raises(ValueError, match="evaluation category"):
+        live_requests(categories=["simple_python"])
+
+
+def test_decontaminate_drops_offered_or_called_banned_names() -> None:
+    tool = {"type": "function", "function": {"name": "ok", "parameters": {}}}
+    banned_tool = {"type": "function", "function": {"name": "bad", "parameters": {}}}
+    keep = TrainRequest("1", [], [tool], [("ok", {})])
+    offered = TrainRequest("2", [], [tool, banned_tool], [("ok", {})])
+    called = TrainRequest("3", [], [tool], [("bad", {})])
+    kept, dropped = decontaminate([keep, offered, called], {"bad"})
+    assert kept == [keep] and dropped == 2
+
+
+# -- rows ------------------------------------------------------------------------------------
+
+
+def test_target_row_renders_prompt_and_completion() -> None:
+    fmt = HermesFormat()
+    request = generate_requests(30, seed=2)[0]
+    row = target_row(request, fmt, FakeTokenizer())
+    assert row["prompt"].startswith("<|im_start|>system\n# Tools")
+    assert row["prompt"].endswith(
+        f"{request.messages[-1]['content']}<|im_end|>\n<|im_start|>assistant\n"
+    )
+    assert row["completion"].endswith(END_OF_TURN)
+    if request.calls:
+        parsed = fmt.parse(row["completion"].removesuffix(END_OF_TURN))
+        assert [(c.name, c.arguments) for c in parsed.calls] == request.calls
+    answer = TrainRequest("x", [{"role": "user", "content": "hi"}], request.tools, [], "Hello!")
+    assert target_row(answer, fmt, FakeTokenizer())["completion"] == "Hello!" + END_OF_TURN
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    out = tmp_path_factory.mktemp("target-data")
+    stats = build_target_data(
+        out, examples=300, eval_examples=20, generated=200, max_prompt_tokens=400,
+        seed=1, tokenizer=FakeTokenizer(),
+    )  # fmt: skip
+    return out, stats
+
+
+def test_build_writes_rows_requests_and_stats(built: tuple[Path, Any]) -> None:
+    out, stats = built
+    train = [json.loads(line) for line in (out / "train.jsonl").read_text().splitlines()]
+    evals = [json.loads(line) for line in (out / "eval.jsonl").read_text().splitlines()]
+    requests = [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()]
+    assert len(train) == stats.train_rows == 300
+    assert len(evals) == stats.eval_rows == 20
+    assert len(requests) == 320
+    assert all(set(r) == {"prompt", "completion"} for r in train + evals)
+    assert all(r["completion"].endswith(END_OF_TURN) for r in train)
+    assert all(len(r["prompt"].split()) <= 400 for r in train + evals)
+    assert stats.dropped_too_long > 0 and stats.dropped_contaminated > 0
+    # Real (BFCL live) requests come first; generated ones only fill what is left.
+    assert {"live_simple", "live_multiple"} <= set(stats.by_source)
+    assert "generated" not in stats.by_source
+    assert sum(stats.by_source.values()) == 300
+    saved = json.loads((out / "stats.json").read_text())
+    assert saved["train_rows"] == 300 and saved["seed"] == 1
+    # Train and eval rows never overlap.
+    assert not {r["prompt"] + r["completion"] for r in train} & {
+        r["prompt"] + r["completion"] for r in evals
+    }
+
+
+def test_training_data_excludes_every_evaluation_function_name(built: tuple[Path, Any]) -> None:
+    out, _ = built
+    banned = evaluation_function_names()
+    assert len(banned) > 1000
+    offered: set[str] = set()
+    for line in (out / "requests.jsonl").read_text().splitlines():
+        request = TrainRequest.from_dict(json.loads(line))
+        offered |= set(request.tool_names) | {n for n, _ in request.calls}
+    assert offered and not offered & banned
+    # And no prompt or completion names an evaluation function as a tool.
+    rows = [
+        json.loads(line)
+        for name in ("train.jsonl", "eval.jsonl")
+        for line in (out / name).read_text().splitlines()
+    ]
+    text = "".join(r["prompt"] + r["completion"] for r in rows)
+    named = set(re.findall(r'"name": "([^"]+)"', text))
+    assert named and not named & banned
+
+
+def test_generated_tool_names_avoid_evaluation_names() -> None:
+    assert not set(GENERATED_TOOLS) & evaluation_function_names()
+
+
+def test_token_budget_limits_training_rows(tmp_path: Path) -> None:
+    stats = build_target_data(
+        tmp_path, examples=500, eval_examples=5, generated=50, max_prompt_tokens=400,
+        token_budget=20_000, seed=2, tokenizer=FakeTokenizer(),
+    )  # fmt: skip
+    assert 0 < stats.total_tokens <= 20_000
+    assert stats.train_rows < 500 and stats.unused > 0
+
+
+def test_generated_rows_fill_up_after_live_ones(tmp_path: Path) -> None:
+    stats = build_target_data(
+        tmp_path, examples=100_000, eval_examples=0, generated=60, max_prompt_tokens=400,
+        seed=3, tokenizer=FakeTokenizer(),
+    )  # fmt: skip
+    assert stats.unused == 0
+    assert 0 < stats.by_source["generated"] <= 60
+    assert stats.by_call_count["0"] > 0  # no-tool answers are kept
+
+
+def test_build_rejects_bad_sizes(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        build_target_data(tmp_path, examples=0, tokenizer=FakeTokenizer())
+
+
+def test_request_round_trips_through_json() -> None:
+    for request in generate_requests(20, seed=9):
+        assert TrainRequest.from_dict(json.loads(request.to_json())) == request
+
+
+def test_cli_needs_an_output_folder(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main([])
+    assert "--out" in capsys.readouterr().err
