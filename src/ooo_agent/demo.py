@@ -97,14 +97,20 @@ RECORDED = [
 ]
 
 
-def _load_embedded(console: Console) -> tuple[Target, Any] | None:
+def _load_embedded(console: Console) -> tuple[dict[Mode, Target], Any] | None:
+    """One target per mode over the same weights, so that no mode's memory (retrieval of
+    earlier outputs, prefix cache, learned draft rates) ever sees another mode's answer."""
     try:
+        from ooo_agent.models import load_preset
         from ooo_agent.targets.hf import HFTarget
 
-        target = HFTarget.from_preset("smollm2-135m-toolcall")
+        model, tokenizer = load_preset("smollm2-135m-toolcall")
     except Exception as exc:
         console.print(f"[yellow]Embedded model unavailable ({exc}).[/]")
         return None
+    targets: dict[Mode, Target] = {
+        mode: HFTarget(model, tokenizer, num_threads=1) for mode in ("vanilla", "toolspec", "ooo")
+    }
     sidecar = None
     try:
         from ooo_agent.sidecar.hf import HFSidecar
@@ -112,7 +118,8 @@ def _load_embedded(console: Console) -> tuple[Target, Any] | None:
         sidecar = HFSidecar.from_preset("smollm2-135m-sidecar")
     except Exception as exc:
         console.print(f"[yellow]Embedded sidecar unavailable ({exc}); mode ooo is skipped.[/]")
-    return target, sidecar
+        del targets["ooo"]
+    return targets, sidecar
 
 
 def _show(console: Console, request: str, result: CallResult) -> None:
@@ -138,26 +145,19 @@ async def _run(console: Console, requests: Sequence[str]) -> int:
         for request in requests:
             _show(console, request, await caller.call([{"role": "user", "content": request}], tools))
         return 0
-    target, sidecar = loaded
-    modes: list[Mode] = [m for m in ("vanilla", "toolspec", "ooo") if m in target.modes]
-    if sidecar is None and "ooo" in modes:
-        modes.remove("ooo")
-    caller = FastToolCaller(target, sidecar)
-    table = Table(title="Same model, same run: vanilla vs toolspec vs ooo")
+    targets, sidecar = loaded
+    callers = {mode: FastToolCaller(target, sidecar, mode=mode) for mode, target in targets.items()}
+    table = Table(title="Same model, same run: vanilla vs toolspec vs ooo (time from arrival)")
     table.add_column("request")
-    for mode in modes:
+    for mode in callers:
         table.add_column(f"{mode}\nforwards / s", justify="right")
     table.add_column("identical")
     for request in requests:
         messages = [{"role": "user", "content": request}]
-        outputs: dict[str, CallResult] = {}
-        for mode in modes:
-            outputs[mode] = await caller.call(messages, tools, mode=mode)
-        _show(console, request, outputs[modes[-1]])
+        outputs = {mode: await caller.call(messages, tools) for mode, caller in callers.items()}
+        _show(console, request, outputs["vanilla"])
         same = len({r.raw_text for r in outputs.values()}) == 1
-        cells = [
-            f"{r.stats.decode.forward_passes} / {r.stats.total_s:.2f}" for r in outputs.values()
-        ]
+        cells = [f"{r.stats.decode.forward_passes} / {r.stats.total_s:.2f}" for r in outputs.values()]
         table.add_row(request[:40], *cells, "[green]yes[/]" if same else "[red]NO[/]")
     console.print(table)
     return 0
