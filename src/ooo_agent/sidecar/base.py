@@ -87,6 +87,11 @@ class HintBox:
         """Called by the target before building each step's drafts."""
         self._step = step
 
+    @property
+    def step(self) -> int:
+        """The target's current decode step, as last reported by :meth:`mark_step`."""
+        return self._step
+
     def snapshot(self) -> Hint:
         with self._lock:
             return Hint(self._function, dict(self._slots), self._complete)

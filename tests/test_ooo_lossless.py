@@ -1,0 +1,197 @@
+"""OoO-Spec on a real (tiny, random) model: hints of any quality never change the output.
+
+Random and adversarial hints (right tool, wrong tool, unknown tool, garbage values, hints that
+land mid-decode from another thread) and faulty sidecars through `FastToolCaller`: the `ooo`
+output is token-identical to `vanilla` / `toolspec`, and the stats say what happened.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+torch = pytest.importorskip("torch")
+from ooo_agent import FastToolCaller, Hint, HintBox, SidecarRequest  # noqa: E402
+from ooo_agent.targets.base import TargetRequest  # noqa: E402
+from ooo_agent.targets.hf import HFTarget  # noqa: E402
+from test_decoding_support import byte_tokenizer, tiny_model  # noqa: E402
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Weather for a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                "required": ["city"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "convert",
+            "description": "Convert money.",
+            "parameters": {
+                "type": "object",
+                "properties": {"amount": {"type": "number"}, "to": {"type": "string"}},
+                "required": ["amount", "to"],
+            },
+        },
+    },
+]
+PROMPTS = ["What is the weather in Paris?", "Convert 12 EUR to USD", "hi", "Weather for 3 days in Oslo"]
+
+
+@pytest.fixture(scope="module")
+def target() -> HFTarget:
+    tokenizer = byte_tokenizer()
+    model = tiny_model("llama", "sdpa", vocab_size=len(tokenizer), seed=5, dtype=torch.float64)
+    return HFTarget(model, tokenizer, "hermes", node_budget=24)
+
+
+@pytest.fixture(scope="module")
+def reference(target: HFTarget) -> dict[str, list[int]]:
+    return {
+        p: target.generate_sync(
+            TargetRequest([{"role": "user", "content": p}], TOOLS, mode="vanilla", max_new_tokens=32)
+        ).token_ids
+        for p in PROMPTS
+    }
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**6, 10**6) | st.floats(allow_nan=False) | st.text(max_size=12),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+hints = st.builds(
+    lambda function, slots: (function, slots),
+    st.sampled_from(["get_weather", "convert", "no_such_tool", "", None]),
+    st.dictionaries(st.sampled_from(["city", "days", "amount", "to", "bogus"]), json_values, max_size=4),
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(prompt=st.sampled_from(PROMPTS), hint=hints, land_after_s=st.sampled_from([None, 0.0, 0.01, 0.05]))
+def test_any_hint_at_any_time_leaves_the_output_unchanged(
+    target: HFTarget,
+    reference: dict[str, list[int]],
+    prompt: str,
+    hint: tuple[str | None, dict[str, Any]],
+    land_after_s: float | None,
+) -> None:
+    function, slots = hint
+    box = HintBox()
+
+    def land() -> None:
+        box.set_function(function)
+        for key, value in slots.items():
+            box.set_slot(key, value)
+        box.finish()
+
+    writer = None
+    if land_after_s is None:
+        land()  # already there at step 0
+    else:
+        writer = threading.Timer(land_after_s, land)
+        writer.start()
+    request = TargetRequest([{"role": "user", "content": prompt}], TOOLS, mode="ooo", max_new_tokens=32, hint_box=box)
+    out = target.generate_sync(request)
+    if writer is not None:
+        writer.join()
+    assert out.token_ids == reference[prompt]
+
+
+def test_a_hint_in_the_targets_own_words_is_accepted(target: HFTarget, reference: dict[str, list[int]]) -> None:
+    """A hint equal to what the target writes is drafted and accepted (fewer forwards)."""
+    prompt = PROMPTS[0]
+    text = target.codec.decode(reference[prompt])
+    box = HintBox()
+    request = TargetRequest([{"role": "user", "content": prompt}], TOOLS, mode="ooo", max_new_tokens=32, hint_box=box)
+    plain = target.generate_sync(TargetRequest(request.messages, TOOLS, mode="toolspec", max_new_tokens=32))
+    # The random model writes no call, so the hint text itself is the n-gram context that helps:
+    # put the exact output in a slot value so the rendered hint contains it.
+    box.set_function("get_weather")
+    box.set_slot("city", text)
+    box.finish()
+    out = target.generate_sync(request)
+    assert out.token_ids == reference[prompt] == plain.token_ids
+    assert out.stats.forward_passes <= plain.stats.forward_passes
+
+
+class Faulty:
+    def __init__(self, behaviour: str) -> None:
+        self.behaviour = behaviour
+        self.cancelled = False
+
+    async def wave(self, request: SidecarRequest, box: HintBox) -> Any:
+        try:
+            if self.behaviour == "raise":
+                raise ValueError("boom")
+            if self.behaviour == "hang":
+                await anyio.sleep(60)
+            if self.behaviour == "wrong-types":
+                box.set_function("convert")
+                box.set_slot("amount", "not a number")
+                box.set_slot("to", {"nested": [1, 2]})
+                return Hint("convert", {"amount": "not a number"}, True)
+            box.set_function("get_weather")
+            box.set_slot("city", "\x00\ufffd" * 20)
+            return "garbage"
+        except anyio.get_cancelled_exc_class():
+            self.cancelled = True
+            raise
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("behaviour", "status"),
+    [("raise", "error"), ("hang", "late"), ("wrong-types", "ok"), ("garbage", "garbage")],
+)
+async def test_faulty_sidecars_change_nothing(
+    target: HFTarget, reference: dict[str, list[int]], behaviour: str, status: str
+) -> None:
+    messages = [{"role": "user", "content": PROMPTS[1]}]
+    toolspec = await FastToolCaller(target, mode="toolspec", max_new_tokens=32).call(messages, TOOLS, dispatch=False)
+    sidecar = Faulty(behaviour)
+    before = threading.active_count()
+    started = time.perf_counter()
+    result = await FastToolCaller(target, sidecar, max_new_tokens=32).call(messages, TOOLS, dispatch=False)
+    assert time.perf_counter() - started < 30, "the call waited for the sidecar"
+    assert result.stats.decode.mode == "ooo"
+    assert result.raw_text == toolspec.raw_text == target.codec.decode(reference[PROMPTS[1]])
+    assert result.stats.sidecar.status == status
+    assert sidecar.cancelled is (behaviour == "hang")
+    assert threading.active_count() <= before + 1
+
+
+@pytest.mark.anyio
+async def test_slow_sidecar_lands_after_the_first_steps(target: HFTarget) -> None:
+    class Slow:
+        """Answers only once the target has already run three decode steps."""
+
+        async def wave(self, request: SidecarRequest, box: HintBox) -> Hint:
+            while box.step < 3:
+                await anyio.sleep(0.001)
+            box.set_function("get_weather")
+            box.set_slot("city", "Paris")
+            box.finish()
+            return Hint("get_weather", {"city": "Paris"}, True)
+
+    messages = [{"role": "user", "content": PROMPTS[0]}]
+    plain = await FastToolCaller(target, mode="toolspec", max_new_tokens=32).call(messages, TOOLS, dispatch=False)
+    result = await FastToolCaller(target, Slow(), max_new_tokens=32).call(messages, TOOLS, dispatch=False)
+    sidecar = result.stats.sidecar
+    assert sidecar.status == "ok"
+    assert sidecar.function_arrival_step is not None and sidecar.function_arrival_step >= 3
+    assert sidecar.slot_arrival_steps["city"] >= 3
+    assert result.raw_text == plain.raw_text
