@@ -88,14 +88,9 @@ class PromptLookupTarget:
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
     ) -> list[int]:
         """The rendered conversation's token ids, exactly as ``HFTarget`` builds them."""
-        rendered = self._format.render_messages(messages, tools)
-        try:
-            text = self.tokenizer.apply_chat_template(
-                rendered, tokenize=False, add_generation_prompt=True
-            )
-        except Exception as exc:
-            raise TargetError(f"the tokenizer's chat template failed: {exc}") from exc
-        return self.codec.encode(str(text))
+        from ooo_agent.targets.hf import chat_prompt_ids
+
+        return chat_prompt_ids(self._format, self.tokenizer, self.codec, messages, tools)
 
     def generate_sync(self, request: TargetRequest) -> Generation:
         """Blocking :meth:`generate`."""

@@ -177,14 +177,7 @@ class HFTarget:
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
     ) -> list[int]:
         """The token ids of the rendered conversation, ready for the assistant's turn."""
-        rendered = self._format.render_messages(messages, tools)
-        try:
-            text = self.tokenizer.apply_chat_template(
-                rendered, tokenize=False, add_generation_prompt=True
-            )
-        except Exception as exc:
-            raise TargetError(f"the tokenizer's chat template failed: {exc}") from exc
-        return self.codec.encode(str(text))
+        return chat_prompt_ids(self._format, self.tokenizer, self.codec, messages, tools)
 
     def _skeleton(self, tools: Sequence[Mapping[str, Any]]) -> CallSkeleton | None:
         key = json.dumps(list(tools), sort_keys=True, default=str)
@@ -288,3 +281,19 @@ class _Speculation:
         recycler = self.target.recycler
         if recycler is not None and verdict.path_top:
             recycler.record(path_tokens, verdict.path_top)
+
+
+def chat_prompt_ids(
+    fmt: ChatFormat,
+    tokenizer: Any,
+    codec: Any,
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]],
+) -> list[int]:
+    """Render ``messages`` and ``tools`` with ``fmt`` and the tokenizer's chat template."""
+    rendered = fmt.render_messages(messages, tools)
+    try:
+        text = tokenizer.apply_chat_template(rendered, tokenize=False, add_generation_prompt=True)
+    except Exception as exc:
+        raise TargetError(f"the tokenizer's chat template failed: {exc}") from exc
+    return list(codec.encode(str(text)))
