@@ -155,6 +155,7 @@ async def test_sidecar_faults_change_nothing(behaviour: str, delay: float, statu
     assert result.raw_text == plain.raw_text and result.calls[0].arguments == plain.calls[0].arguments
     assert result.results[0].value == 3
     assert result.stats.sidecar.status == status
+    assert 0.0 <= result.stats.sidecar.wait_s < 0.5  # joining the wave never blocks the call
     if behaviour == "ok":  # hung past the call: cancelled, no task left behind
         assert sidecar.cancelled == 1 and sidecar.finished == 0
 

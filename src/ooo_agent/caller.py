@@ -135,13 +135,14 @@ class FastToolCaller:
                 hint_box=box if mode == "ooo" else None,
                 arrival=arrival,
             )
-            generation, generated_at = await self._generate(
+            generation, decoded_at, joined_at = await self._generate(
                 request, box, stats.sidecar, speculator if preexecute else None
             )
             stats.decode = generation.stats
-            stats.generate_s = generated_at - arrival
+            stats.generate_s = decoded_at - arrival
             if box is not None:
-                stats.sidecar.wait_s = time.perf_counter() - generated_at
+                # The only time the call spends on the sidecar: joining (cancelling) its wave.
+                stats.sidecar.wait_s = joined_at - decoded_at
                 stats.sidecar.function_arrival_step = box.function_step
                 stats.sidecar.slot_arrival_steps = dict(box.slot_steps)
                 stats.sidecar.hint_tokens_accepted = generation.stats.accepted_by_drafter.get("hint", 0)
@@ -173,10 +174,14 @@ class FastToolCaller:
         box: HintBox | None,
         sidecar_stats: SidecarStats,
         speculator: Speculator | None,
-    ) -> tuple[Generation, float]:
-        """The target's turn, with the sidecar's wave beside it; never waits for the wave."""
+    ) -> tuple[Generation, float, float]:
+        """The target's turn, with the sidecar's wave beside it; never waits for the wave.
+
+        Returns the generation, when the target finished, and when the wave was joined.
+        """
         generation: Generation | None = None
         failure: Exception | None = None
+        decoded_at = 0.0
         async with anyio.create_task_group() as tg:
             if box is not None and self.sidecar is not None:
                 sidecar_stats.status = "running"
@@ -186,14 +191,15 @@ class FastToolCaller:
                 generation = await self.target.generate(request)
             except Exception as exc:  # re-raised bare below, not wrapped in an exception group
                 failure = exc
+            decoded_at = time.perf_counter()
             tg.cancel_scope.cancel()  # a wave still running has nothing left to contribute
-        generated_at = time.perf_counter()
+        joined_at = time.perf_counter()
         if failure is not None:
             raise failure
         assert generation is not None
         if sidecar_stats.status == "running":
             sidecar_stats.status = "late"
-        return generation, generated_at
+        return generation, decoded_at, joined_at
 
     def _extract_calls(self, generation: Generation) -> tuple[list[RawCall], list[CallError], str]:
         if generation.raw_calls is not None:
