@@ -288,19 +288,26 @@ def summary_table(summaries: Sequence[ModeSummary], *, title: str = "") -> Table
     for s in summaries:
         table.add_row(
             s.mode + (" *" if s.label != s.mode else ""),
-            str(s.n),
-            _fmt(s.mean_s, ".3f"),
-            _fmt(s.median_s, ".3f"),
-            _fmt(s.p90_s, ".3f"),
-            str(s.speedup_vs_vanilla) if s.speedup_vs_vanilla else "-",
-            str(s.speedup_vs_toolspec) if s.speedup_vs_toolspec else "-",
-            _fmt(s.forward_passes, ".1f"),
-            _fmt(s.mean_accepted, ".2f"),
-            _fmt(None if s.identity is None else s.identity * 100, ".0f", "%"),
-            _fmt(s.ast_accuracy * 100, ".0f", "%"),
+            *_metric_cells(s),
             _fmt(s.sidecar_latency_s, ".3f"),
         )
     return table
+
+
+def _metric_cells(s: ModeSummary) -> tuple[str, ...]:
+    """The cells both tables share, from ``n`` to ``AST``."""
+    return (
+        str(s.n),
+        _fmt(s.mean_s, ".3f"),
+        _fmt(s.median_s, ".3f"),
+        _fmt(s.p90_s, ".3f"),
+        str(s.speedup_vs_vanilla) if s.speedup_vs_vanilla else "-",
+        str(s.speedup_vs_toolspec) if s.speedup_vs_toolspec else "-",
+        _fmt(s.forward_passes, ".1f"),
+        _fmt(s.mean_accepted, ".2f"),
+        _fmt(None if s.identity is None else s.identity * 100, ".0f", "%"),
+        _fmt(s.ast_accuracy * 100, ".0f", "%"),
+    )
 
 
 def markdown_table(summaries: Sequence[ModeSummary]) -> str:
@@ -309,19 +316,7 @@ def markdown_table(summaries: Sequence[ModeSummary]) -> str:
               "vs toolspec [95% CI]", "fwd/call", "acc/step", "identity", "AST")  # fmt: skip
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for s in summaries:
-        cells = (
-            s.label,
-            str(s.n),
-            _fmt(s.mean_s, ".3f"),
-            _fmt(s.median_s, ".3f"),
-            _fmt(s.p90_s, ".3f"),
-            str(s.speedup_vs_vanilla) if s.speedup_vs_vanilla else "-",
-            str(s.speedup_vs_toolspec) if s.speedup_vs_toolspec else "-",
-            _fmt(s.forward_passes, ".1f"),
-            _fmt(s.mean_accepted, ".2f"),
-            _fmt(None if s.identity is None else s.identity * 100, ".0f", "%"),
-            _fmt(s.ast_accuracy * 100, ".0f", "%"),
-        )
+        cells = (s.label, *_metric_cells(s))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
