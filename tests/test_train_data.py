@@ -14,15 +14,18 @@ from ooo_agent.bench.datasets import BenchItem, load_bfcl
 from ooo_agent.formats.hermes import HermesFormat
 from ooo_agent.train.data import (
     END_OF_TURN,
+    MIX,
+    add_distractors,
     build_target_data,
     decontaminate,
     evaluation_function_names,
     live_requests,
     main,
     target_row,
+    user_text,
 )
 from ooo_agent.train.examples import TrainRequest
-from ooo_agent.train.generated import GENERATED_TOOLS, generate_requests
+from ooo_agent.train.generated import DOMAINS, GENERATED_TOOLS, generate_requests
 
 
 class FakeTokenizer:
@@ -172,9 +175,14 @@ def test_build_writes_rows_requests_and_stats(built: tuple[Path, Any]) -> None:
     assert all(r["completion"].endswith(END_OF_TURN) for r in train)
     assert all(len(r["prompt"].split()) <= 400 for r in train + evals)
     assert stats.dropped_too_long > 0 and stats.dropped_contaminated > 0
-    # Real (BFCL live) requests come first; generated ones only fill what is left.
-    assert {"live_simple", "live_multiple"} <= set(stats.by_source)
-    assert "generated" not in stats.by_source
+    # Rows are mixed by source (MIX): each main source gets about its share.
+    shares: dict[str, int] = {}
+    for source, count in stats.by_source.items():
+        shares[source.split("+")[0]] = shares.get(source.split("+")[0], 0) + count
+    for source in ("live_multiple", "live_simple", "generated"):
+        assert abs(shares[source] / 300 - MIX[source]) < 0.05, (source, shares)
+    assert "live_simple+distractors" in stats.by_source
+    assert stats.trimmed_tools > 0
     assert sum(stats.by_source.values()) == 300
     saved = json.loads((out / "stats.json").read_text())
     assert saved["train_rows"] == 300 and saved["seed"] == 1
@@ -241,3 +249,107 @@ def test_cli_needs_an_output_folder(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main([])
     assert "--out" in capsys.readouterr().err
+
+
+# -- multi-tool data: same-domain distractors, similar tools, trimming, mentioned options ------
+
+
+def test_generated_distractors_come_mostly_from_the_needed_tools_domain() -> None:
+    near = {
+        n: {m for members in DOMAINS.values() if n in members for m in members}
+        for n in GENERATED_TOOLS
+    }
+    same = total = 0
+    for request in generate_requests(400, seed=5):
+        needed = {name for name, _ in request.calls}
+        if len(needed) != 1:
+            continue
+        (own,) = needed
+        for name in request.tool_names:
+            if name != own:
+                total += 1
+                same += name in near[own]
+    # 75 % of requests draw distractors from the domain first; random picks add a few more.
+    assert total > 200 and same / total > 0.6
+    assert all(set(members) <= set(GENERATED_TOOLS) for members in DOMAINS.values())
+
+
+def _single(name: str, words: str, index: int) -> TrainRequest:
+    tool = {
+        "type": "function",
+        "function": {"name": name, "description": words, "parameters": {"type": "object"}},
+    }
+    return TrainRequest(
+        f"r{index}", [{"role": "user", "content": "go"}], [tool], [(name, {})], source="live_simple"
+    )
+
+
+def test_add_distractors_offers_similar_tools_and_keeps_the_calls() -> None:
+    requests = [
+        _single("get_weather", "current weather for a city", 0),
+        _single("get_weather_forecast", "weather forecast for a city", 1),
+        _single("city_weather_alerts", "weather alerts for a city", 2),
+        _single("send_invoice", "email an invoice to a customer", 3),
+        _single("refund_invoice", "refund an invoice", 4),
+        _single("invoice_status", "status of an invoice", 5),
+    ]
+    out = add_distractors(requests, share=1.0, max_extra=2, nearest=2, seed=0)
+    assert len(out) == len(requests)
+    for before, after in zip(requests, out, strict=True):
+        assert after.calls == before.calls and after.messages == before.messages
+        assert before.tool_names[0] in after.tool_names
+        assert 2 <= len(after.tools) <= 3 and len(set(after.tool_names)) == len(after.tools)
+        assert after.source == "live_simple+distractors"
+        weather = "weather" in before.tool_names[0]
+        # The two nearest tools share the request's topic.
+        assert all(("weather" in n) == weather for n in after.tool_names)
+    assert add_distractors(requests, share=0.0) == requests
+    assert add_distractors(requests, share=1.0, seed=3) == add_distractors(
+        requests, share=1.0, seed=3
+    )
+    with pytest.raises(ValueError):
+        add_distractors(requests, share=1.5)
+
+
+def test_optional_arguments_the_user_mentioned_are_kept() -> None:
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "parameters": {
+                    "type": "object",
+                    "properties": {
+                        "city": {"type": "string"},
+                        "unit": {"type": "string"},
+                        "days": {"type": "integer"},
+                        "lang": {"type": "string"},
+                    },
+                    "required": ["city"],
+                },
+            },
+        }
+    ]
+    messages = [{"role": "user", "content": "Weather in Paris in celsius for 3 days?"}]
+    item = BenchItem(
+        id="x",
+        category="live_simple",
+        messages=messages,
+        tools=tools,
+        gold=[
+            {
+                "get_weather": {
+                    "city": ["Paris"],
+                    "unit": ["celsius", ""],
+                    "days": [3, ""],
+                    "lang": ["en", ""],
+                }
+            }
+        ],
+    )
+    from ooo_agent.bench.ast_check import gold_calls
+
+    assert gold_calls(item) == [("get_weather", {"city": "Paris"})]
+    kept = gold_calls(item, mentioned_in=user_text(messages))
+    assert kept == [("get_weather", {"city": "Paris", "unit": "celsius", "days": 3})]
+    assert check([{"name": n, "arguments": a} for n, a in kept], item).ok

@@ -312,10 +312,16 @@ def gold_defects(item: BenchItem) -> list[str]:
 # -- gold → calls --------------------------------------------------------------------------
 
 
-def gold_calls(item: BenchItem) -> list[tuple[str, dict[str, Any]]]:
+def gold_calls(
+    item: BenchItem, *, mentioned_in: str | None = None
+) -> list[tuple[str, dict[str, Any]]]:
     """The gold answer as calls: the first acceptable value of each argument, arguments that
     may be absent (``""`` acceptable, not required) left out, Java / JavaScript values written
-    as literal strings. They pass :func:`check` whenever :func:`gold_defects` finds nothing."""
+    as literal strings. They pass :func:`check` whenever :func:`gold_defects` finds nothing.
+
+    ``mentioned_in``: a text (the user's words); an argument that may be absent is kept when
+    its first acceptable value is a string or number that appears in that text — the user
+    asked for it, so a model trained on these calls should not learn to drop it."""
     schemas = {str(s.get("name")): s for s in item.schemas()}
     calls = []
     for gold in item.gold:
@@ -326,10 +332,12 @@ def gold_calls(item: BenchItem) -> list[tuple[str, dict[str, Any]]]:
         args: dict[str, Any] = {}
         for param, options in acceptable.items():
             present = [o for o in options if o != ""]
-            if "" in options and (
-                param not in required or (properties and param not in properties)
+            if (
+                "" in options
+                and (param not in required or (properties and param not in properties))
+                and not (present and mentioned_in and _mentioned(present[0], mentioned_in))
             ):
-                continue  # may be absent: leave it out
+                continue  # may be absent and the user did not ask for it: leave it out
             value = _first_acceptable(present[0]) if present else ""
             schema = properties.get(param) or {}
             items = schema.get("items") if isinstance(schema.get("items"), Mapping) else None
@@ -338,6 +346,17 @@ def gold_calls(item: BenchItem) -> list[tuple[str, dict[str, Any]]]:
             )
         calls.append((name, args))
     return calls
+
+
+def _mentioned(value: Any, text: str) -> bool:
+    """Whether a scalar gold value appears in ``text`` (case-insensitive, whole words)."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        return False
+    needle = str(value).strip()
+    if len(needle) < 2 and not isinstance(value, int | float):
+        return False
+    pattern = r"(?<![\w.])" + re.escape(needle) + r"(?![\w])"
+    return re.search(pattern, text, flags=re.IGNORECASE) is not None
 
 
 def _first_acceptable(value: Any) -> Any:

@@ -92,6 +92,10 @@ class TrainConfig:
     role: str = "adapter"
     """What the adapter is for (``target`` / ``sidecar``), for the model card."""
     base_model_name: str = ""
+    base_model_ref: str = ""
+    """What ``adapter_config.json`` records as ``base_model_name_or_path`` (a preset name or
+    hub id). peft writes the folder the base was loaded from — often a cache path of the
+    training machine, meaningless elsewhere; empty keeps peft's value."""
     extra_card_sections: dict[str, str] = field(default_factory=dict)
     """Extra ``## title`` → markdown sections for the model card (e.g. eval numbers)."""
 

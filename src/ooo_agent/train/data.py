@@ -30,6 +30,7 @@ import argparse
 import json
 import os
 import random
+import re
 import statistics
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
@@ -45,8 +46,10 @@ from ooo_agent.train.generated import generate_requests
 
 __all__ = [
     "END_OF_TURN",
+    "MIX",
     "DataStats",
     "Tokenizer",
+    "add_distractors",
     "build_target_data",
     "collect_requests",
     "decontaminate",
@@ -54,6 +57,7 @@ __all__ = [
     "live_requests",
     "main",
     "target_row",
+    "user_text",
 ]
 
 END_OF_TURN = "<|im_end|>"
@@ -81,6 +85,8 @@ class DataStats:
     dropped_contaminated: int = 0
     dropped_defective: int = 0
     dropped_too_long: int = 0
+    trimmed_tools: int = 0
+    """Uncalled tools removed from requests whose prompt was too long."""
     unused: int = 0
     """Eligible requests left out by the example count or the token budget."""
     prompt_tokens_mean: float = 0.0
@@ -123,11 +129,84 @@ def live_requests(
                     id=item.id,
                     messages=item.messages,
                     tools=item.tools,
-                    calls=gold_calls(item),
+                    calls=gold_calls(item, mentioned_in=user_text(item.messages)),
                     source=category,
                 )
             )
     return requests, defective
+
+
+def user_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The user's words in a conversation (what an argument value may be copied from)."""
+    return "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
+
+
+_WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|\d+")
+
+
+def _tool_words(tool: Mapping[str, Any]) -> frozenset[str]:
+    function = tool.get("function") or {}
+    text = f"{function.get('name', '')} {function.get('description', '')}".replace("_", " ")
+    return frozenset(w.lower() for w in _WORD.findall(text) if len(w) > 2)
+
+
+def add_distractors(
+    requests: Sequence[TrainRequest],
+    *,
+    share: float = 0.5,
+    max_extra: int = 3,
+    nearest: int = 8,
+    seed: int = 0,
+) -> list[TrainRequest]:
+    """Offer more tools in a ``share`` of the single-tool BFCL requests.
+
+    BFCL's ``live_simple`` offers exactly the tool to call, so it teaches copying values but
+    not choosing. Here 1–``max_extra`` tools from other requests of the list are added to a
+    request, drawn among the ``nearest`` most similar ones (shared words in name and
+    description), so the model must tell ``get_current_weather`` from ``get_forecast``. The
+    calls are unchanged; the request replaces the original (no duplicates). Deterministic
+    for a seed.
+    """
+    if not 0 <= share <= 1 or max_extra < 1 or nearest < 1:
+        raise ValueError("share must be within [0, 1], max_extra and nearest >= 1")
+    rng = random.Random(seed)
+    pool: dict[str, dict[str, Any]] = {}
+    for request in requests:
+        for tool in request.tools:
+            pool.setdefault(str(tool["function"]["name"]), tool)
+    words = {name: _tool_words(tool) for name, tool in pool.items()}
+    out: list[TrainRequest] = []
+    for request in requests:
+        if (
+            len(request.tools) != 1
+            or not request.calls
+            or request.source == "generated"
+            or rng.random() >= share
+        ):
+            out.append(request)
+            continue
+        own = request.tool_names[0]
+        mine = words.get(own, frozenset())
+
+        def similarity(name: str, mine: frozenset[str] = mine) -> float:
+            theirs = words[name]
+            return len(mine & theirs) / (len(mine | theirs) or 1)
+
+        candidates = sorted((n for n in pool if n != own), key=lambda n: (-similarity(n), n))
+        picked = rng.sample(candidates[:nearest], min(rng.randint(1, max_extra), nearest))
+        tools = [request.tools[0], *(pool[n] for n in picked)]
+        rng.shuffle(tools)
+        out.append(
+            TrainRequest(
+                id=request.id + "+distractors",
+                messages=request.messages,
+                tools=tools,
+                calls=request.calls,
+                answer=request.answer,
+                source=request.source + "+distractors",
+            )
+        )
+    return out
 
 
 def decontaminate(
@@ -151,8 +230,11 @@ def collect_requests(
     seed: int = 0,
     cache_dir: str | os.PathLike[str] | None = None,
     banned: frozenset[str] | None = None,
+    distractor_share: float = 0.5,
 ) -> tuple[list[TrainRequest], dict[str, int]]:
-    """Live BFCL requests + ``generated`` generated ones, decontaminated.
+    """Live BFCL requests + ``generated`` generated ones, decontaminated; a
+    ``distractor_share`` of the single-tool live requests get similar tools added
+    (:func:`add_distractors`).
 
     Returns the requests and drop counters (``contaminated``, ``defective``). ``banned``
     defaults to :func:`evaluation_function_names`.
@@ -161,6 +243,8 @@ def collect_requests(
     pool = live + generate_requests(generated, seed=seed)
     banned = evaluation_function_names(cache_dir) if banned is None else banned
     kept, contaminated = decontaminate(pool, banned)
+    # Distractors come from the decontaminated requests only: no evaluation tool slips in.
+    kept = add_distractors(kept, share=distractor_share, seed=seed)
     return kept, {"contaminated": contaminated, "defective": defective}
 
 
@@ -179,10 +263,32 @@ def _count_tokens(tokenizer: Tokenizer, text: str) -> int:
     return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
-def _priority(request: TrainRequest) -> int:
-    """Lower first: real (BFCL live) requests, then generated ones (all multi-tool), so a
-    budget cut trims the generated share, never the real requests."""
-    return 1 if request.source == "generated" else 0
+MIX: dict[str, float] = {
+    "live_multiple": 0.35,
+    "live_simple": 0.3,
+    "generated": 0.3,
+    "live_parallel": 0.025,
+    "live_parallel_multiple": 0.025,
+}
+"""Default share of the training rows per source (``+distractors`` variants count with their
+source): real multi-tool requests, real single-tool ones (half of them with similar tools
+added), and generated business requests (multi-tool, two-call and no-tool ones)."""
+
+
+def _mix_order(
+    rows: Sequence[tuple[TrainRequest, Any, int, int]], mix: Mapping[str, float]
+) -> list[int]:
+    """Indices of ``rows`` in weighted round-robin order over their sources: taking a prefix
+    of the order gives each source about its ``mix`` share while it lasts. A source missing
+    from ``mix`` gets the smallest listed share."""
+    floor = min(mix.values(), default=1.0)
+    seen: Counter[str] = Counter()
+    keyed = []
+    for index, (request, *_rest) in enumerate(rows):
+        source = request.source.split("+")[0]
+        seen[source] += 1
+        keyed.append(((seen[source] - 0.5) / max(mix.get(source, floor), 1e-9), index))
+    return [index for _, index in sorted(keyed)]
 
 
 def build_target_data(
@@ -198,13 +304,15 @@ def build_target_data(
     fmt: ChatFormat | None = None,
     cache_dir: str | os.PathLike[str] | None = None,
     banned: frozenset[str] | None = None,
+    distractor_share: float = 0.5,
+    mix: Mapping[str, float] | None = None,
 ) -> DataStats:
     """Write ``train.jsonl``, ``eval.jsonl``, ``requests.jsonl`` and ``stats.json`` to ``out_dir``.
 
-    Keeps requests whose prompt fits ``max_prompt_tokens``; takes ``eval_examples`` at random
-    for evaluation, then up to ``examples`` training rows, BFCL live requests first and
-    generated multi-tool ones after them, stopping when ``token_budget`` (prompt + completion
-    tokens) would be passed.
+    Keeps requests whose prompt fits ``max_prompt_tokens`` (uncalled tools are trimmed from
+    longer ones first); takes ``eval_examples`` at random for evaluation, then up to
+    ``examples`` training rows mixed by source (``mix``, default :data:`MIX`), stopping when
+    ``token_budget`` (prompt + completion tokens) would be passed.
     ``tokenizer`` defaults to the embedded SmolLM2's, ``fmt`` to :class:`HermesFormat`.
     """
     if examples < 1 or eval_examples < 0 or max_prompt_tokens < 1:
@@ -216,7 +324,11 @@ def build_target_data(
     if tokenizer is None:
         tokenizer = _default_tokenizer(cache_dir)
     requests, dropped = collect_requests(
-        generated=generated, seed=seed, cache_dir=cache_dir, banned=banned
+        generated=generated,
+        seed=seed,
+        cache_dir=cache_dir,
+        banned=banned,
+        distractor_share=distractor_share,
     )
     stats = DataStats(
         dropped_contaminated=dropped["contaminated"],
@@ -225,9 +337,17 @@ def build_target_data(
         seed=seed,
     )
     rows: list[tuple[TrainRequest, dict[str, str], int, int]] = []
+    trim_rng = random.Random(seed)
     for request in requests:
         row = target_row(request, fmt, tokenizer)
         prompt_tokens = _count_tokens(tokenizer, row["prompt"])
+        while prompt_tokens > max_prompt_tokens:
+            smaller = _without_a_distractor(request, trim_rng)
+            if smaller is None:
+                break
+            request, stats.trimmed_tools = smaller, stats.trimmed_tools + 1
+            row = target_row(request, fmt, tokenizer)
+            prompt_tokens = _count_tokens(tokenizer, row["prompt"])
         if prompt_tokens > max_prompt_tokens:
             stats.dropped_too_long += 1
             continue
@@ -236,7 +356,7 @@ def build_target_data(
     rng = random.Random(seed)
     rng.shuffle(rows)
     eval_part, rest = rows[:eval_examples], rows[eval_examples:]
-    rest.sort(key=lambda r: _priority(r[0]))  # stable: random order within a priority
+    rest = [rest[i] for i in _mix_order(rest, MIX if mix is None else mix)]
     train_part: list[tuple[TrainRequest, dict[str, str], int, int]] = []
     for entry in rest:
         cost = entry[2] + entry[3]
@@ -268,6 +388,26 @@ def build_target_data(
     stats.prompt_tokens_max = max(prompt_lengths, default=0)
     (out / "stats.json").write_text(json.dumps(asdict(stats), indent=2) + "\n", encoding="utf-8")
     return stats
+
+
+def _without_a_distractor(request: TrainRequest, rng: random.Random) -> TrainRequest | None:
+    """The request offering one uncalled tool fewer (keeping at least two tools when it
+    offered several), or None when nothing can go. BFCL's ``live_multiple`` offers up to
+    dozens of tools; trimming its distractors keeps real multi-tool requests within a small
+    model's prompt budget instead of dropping them."""
+    called = {name for name, _ in request.calls}
+    spare = [i for i, t in enumerate(request.tools) if t["function"]["name"] not in called]
+    if not spare or len(request.tools) <= 2:
+        return None
+    drop = rng.choice(spare)
+    return TrainRequest(
+        id=request.id,
+        messages=request.messages,
+        tools=[t for i, t in enumerate(request.tools) if i != drop],
+        calls=request.calls,
+        answer=request.answer,
+        source=request.source,
+    )
 
 
 def _write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
@@ -304,6 +444,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="stop adding training rows past this many tokens",
     )
+    parser.add_argument(
+        "--distractor-share",
+        type=float,
+        default=0.5,
+        help="share of single-tool live requests offered similar extra tools",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache-dir", default=None, help="ooo-agent cache root")
     args = parser.parse_args(argv)
@@ -316,6 +462,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         token_budget=args.token_budget,
         seed=args.seed,
         cache_dir=args.cache_dir,
+        distractor_share=args.distractor_share,
     )
     print(json.dumps(asdict(stats), indent=2))
     return 0

@@ -22,7 +22,7 @@ from typing import Any
 
 from ooo_agent.train.examples import TrainRequest
 
-__all__ = ["GENERATED_TOOLS", "generate_requests"]
+__all__ = ["DOMAINS", "GENERATED_TOOLS", "generate_requests"]
 
 Args = dict[str, Any]
 
@@ -807,10 +807,68 @@ _OPENERS = ["", "", "", "Hi, ", "Please: ", "Quick one: ", "Hey! ", "Could you h
 _JOINERS = [" Also, ", " And ", " Then ", " After that, ", " Plus, "]
 
 
-def _offer(rng: random.Random, needed: list[str], total: int) -> list[dict[str, Any]]:
-    """The needed tools plus random distractors, shuffled."""
+DOMAINS: dict[str, tuple[str, ...]] = {
+    "orders": (
+        "get_order_status",
+        "cancel_order",
+        "issue_refund",
+        "create_shipment",
+        "track_package",
+        "get_shipping_quote",
+        "apply_coupon",
+    ),
+    "catalog": (
+        "search_catalog",
+        "get_product_info",
+        "check_inventory",
+        "adjust_stock",
+        "apply_coupon",
+    ),
+    "calendar": (
+        "create_calendar_event",
+        "list_calendar_events",
+        "book_meeting_room",
+        "set_reminder",
+    ),
+    "finance": ("convert_money", "get_stock_quote", "create_invoice", "issue_refund"),
+    "weather": ("current_conditions", "get_weather_forecast", "list_calendar_events"),
+    "mail": ("send_mail", "search_inbox", "translate_snippet", "set_reminder"),
+    "crm": ("create_crm_contact", "update_deal_stage", "add_customer_note", "lookup_customer"),
+    "support": (
+        "create_support_ticket",
+        "update_ticket_status",
+        "lookup_customer",
+        "add_customer_note",
+    ),
+}
+"""Tools a real workspace offers together. Distractors come from the needed tool's domain
+first: choosing between ``current_conditions`` and ``get_weather_forecast``, or
+``cancel_order`` and ``issue_refund``, is what an agent must learn — an unrelated
+distractor teaches little."""
+
+
+def _offer(
+    rng: random.Random, needed: list[str], total: int, same_domain: float = 0.75
+) -> list[dict[str, Any]]:
+    """The needed tools plus distractors, shuffled: with probability ``same_domain`` the
+    distractors are drawn first from the needed tools' domains, the rest at random."""
     others = [n for n in GENERATED_TOOLS if n not in needed]
-    names = needed + rng.sample(others, max(0, total - len(needed)))
+    want = max(0, total - len(needed))
+    chosen: list[str] = []
+    if needed and rng.random() < same_domain:
+        near = sorted(
+            {
+                n
+                for members in DOMAINS.values()
+                if set(members) & set(needed)
+                for n in members
+                if n not in needed
+            }
+        )
+        chosen = rng.sample(near, min(want, len(near)))
+    rest = [n for n in others if n not in chosen]
+    chosen += rng.sample(rest, want - len(chosen))
+    names = needed + chosen
     rng.shuffle(names)
     return [GENERATED_TOOLS[n] for n in names]
 

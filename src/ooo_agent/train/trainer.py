@@ -189,6 +189,13 @@ def _save_adapter(model: Any, out_dir: Path, save_dtype: torch.dtype) -> Path:
     return out_dir / ADAPTER_FILE
 
 
+def _record_base_model(out_dir: Path, ref: str) -> None:
+    path = out_dir / "adapter_config.json"
+    adapter_config = json.loads(path.read_text(encoding="utf-8"))
+    adapter_config["base_model_name_or_path"] = ref
+    path.write_text(json.dumps(adapter_config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
 def train_lora(
     config: TrainConfig,
     base_model: Any,
@@ -335,6 +342,8 @@ def train_lora(
         eval_history.append((step, value))
     model.eval()
     adapter_path = _save_adapter(model, out_dir, _DTYPES[config.save_dtype])
+    if config.base_model_ref:
+        _record_base_model(out_dir, config.base_model_ref)
     recent = [v for _, v in train_history[-10:]]
     report = TrainReport(
         out_dir=out_dir,
