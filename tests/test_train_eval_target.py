@@ -7,7 +7,14 @@ import pytest
 from ooo_agent.bench.ast_check import gold_calls
 from ooo_agent.bench.datasets import BenchItem, load_bfcl
 from ooo_agent.formats.hermes import HermesFormat
-from ooo_agent.train.eval_target import evaluate_items, main, score_output
+from ooo_agent.train._sidecar_labels import LabelledRequest
+from ooo_agent.train.eval_target import (
+    engine_generator,
+    evaluate_items,
+    labelled_line,
+    main,
+    score_output,
+)
 
 FMT = HermesFormat()
 
@@ -50,3 +57,35 @@ def test_irrelevance_rewards_a_plain_answer() -> None:
 def test_cli_rejects_unknown_options() -> None:
     with pytest.raises(SystemExit):
         main(["--no-such-option"])
+
+
+def test_labelled_lines_carry_the_targets_first_valid_call() -> None:
+    item = load_bfcl("simple_python", limit=1)[0]
+    gold = gold_calls(item)
+    line = labelled_line(item, FMT.render_calls(gold), FMT)
+    assert line["target_call"] == {"name": gold[0][0], "arguments": gold[0][1]}
+    assert line["calls"] == [{"name": n, "arguments": a} for n, a in gold]
+    assert line["id"] == item.id and line["source"] == "simple_python"
+    prose = labelled_line(item, "The area is 25.", FMT)
+    assert prose["target_call"] is None and prose["target_problem"] == "no call"
+    unknown = labelled_line(item, FMT.render_calls([("nope", {})]), FMT)
+    assert unknown["target_call"] is None and "invalid call" in unknown["target_problem"]
+    # The line reads back as a labelled request (what eval-sidecar consumes).
+    assert LabelledRequest.from_dict(line).call == gold[0]
+
+
+def test_engine_generator_decodes_with_the_targets_own_loop() -> None:
+    from ooo_agent.targets.base import TargetRequest
+    from ooo_agent.targets.hf import HFTarget
+    from test_decoding_support import byte_tokenizer, tiny_model
+
+    tokenizer = byte_tokenizer()
+    model = tiny_model("qwen2", "sdpa", vocab_size=len(tokenizer), seed=21)
+    target = HFTarget(model, tokenizer, "hermes")
+    item = load_bfcl("simple_python", limit=1)[0]
+    text, new_tokens = engine_generator(target, mode="toolspec", max_new_tokens=12)(item)
+    plain = target.generate_sync(
+        TargetRequest(item.messages, item.tools, mode="vanilla", max_new_tokens=12)
+    )
+    assert (text, new_tokens) == (plain.text, plain.stats.new_tokens)
+    assert 0 < new_tokens <= 12

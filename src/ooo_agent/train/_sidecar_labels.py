@@ -28,6 +28,7 @@ __all__ = [
     "LabelledRequest",
     "LabellingTarget",
     "gold_agreement",
+    "label_generation",
     "label_request",
     "label_with_target",
     "read_requests",
@@ -112,12 +113,11 @@ def _generate(target: LabellingTarget, request: TargetRequest) -> Generation:
     return anyio.run(target.generate, request)
 
 
-def _first_call(target: LabellingTarget, generation: Generation) -> RawCall | str:
+def _first_call(fmt: ChatFormat | None, generation: Generation) -> RawCall | str:
     """The first call of a generation, or why there is none."""
     if generation.raw_calls is not None:
         calls = list(generation.raw_calls)
     else:
-        fmt = target.format
         if fmt is None:
             return "the target has no call format and returned no structured calls"
         parsed = fmt.parse(generation.text)
@@ -172,7 +172,19 @@ def label_request(
         generation = _generate(target, target_request)
     except (OooAgentError, ValueError, TypeError) as exc:
         return LabelledRequest(request, None, problem=f"target failed: {exc}")
-    first = _first_call(target, generation)
+    return label_generation(request, generation, target.format, strict=strict)
+
+
+def label_generation(
+    request: TrainRequest,
+    generation: Generation,
+    fmt: ChatFormat | None,
+    *,
+    strict: bool = True,
+) -> LabelledRequest:
+    """Label ``request`` with the first valid call of a generation already made (parsed with
+    ``fmt`` unless the generation carries structured calls)."""
+    first = _first_call(fmt, generation)
     if isinstance(first, str):
         return LabelledRequest(request, None, generation.text, first)
     outcome = validate_call(first, request.tools, strict=strict)

@@ -28,13 +28,16 @@ from typing import Any
 from ooo_agent.bench.ast_check import check, names_match
 from ooo_agent.bench.datasets import BenchItem, load_bfcl
 from ooo_agent.formats.base import ChatFormat
+from ooo_agent.targets.base import Mode
 
 __all__ = [
     "CategoryScore",
     "ItemScore",
     "TargetEvalReport",
+    "engine_generator",
     "evaluate_items",
     "hf_generator",
+    "labelled_line",
     "main",
     "score_output",
 ]
@@ -169,6 +172,44 @@ def hf_generator(
     return generate
 
 
+def engine_generator(
+    target: Any, *, mode: Mode = "toolspec", max_new_tokens: int = 160
+) -> Generate:
+    """Greedy generation through an :class:`~ooo_agent.targets.hf.HFTarget`'s own decoder.
+
+    ``toolspec`` is lossless (token-identical to greedy decoding, a tested property) and about
+    twice as fast as ``model.generate`` on this model, so full-category evaluations are cheap.
+    """
+    from ooo_agent.targets.base import TargetRequest
+
+    def generate(item: BenchItem) -> tuple[str, int]:
+        request = TargetRequest(
+            messages=item.messages, tools=item.tools, mode=mode, max_new_tokens=max_new_tokens
+        )
+        generation = target.generate_sync(request)
+        return str(generation.text), int(generation.stats.new_tokens)
+
+    return generate
+
+
+def labelled_line(item: BenchItem, output: str, fmt: ChatFormat) -> dict[str, Any]:
+    """One line for ``--labels-out``: the item as a request with its gold calls and the
+    target's first valid call (what ``ooo-agent eval-sidecar`` scores a sidecar against)."""
+    from ooo_agent.bench.ast_check import gold_calls
+    from ooo_agent.targets.base import Generation
+    from ooo_agent.train._sidecar_labels import label_generation
+    from ooo_agent.train.examples import TrainRequest
+
+    request = TrainRequest(
+        id=item.id,
+        messages=item.messages,
+        tools=item.tools,
+        calls=gold_calls(item),
+        source=item.category,
+    )
+    return label_generation(request, Generation(text=output), fmt).to_dict()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m ooo_agent.train.eval_target``: score the embedded target on BFCL."""
     parser = argparse.ArgumentParser(
@@ -181,6 +222,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=160)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     parser.add_argument("--out", default=None, help="JSON report path")
+    parser.add_argument(
+        "--engine",
+        default="generate",
+        choices=("generate", "vanilla", "toolspec"),
+        help="transformers' generate, or the project's decoder (toolspec: lossless, faster)",
+    )
+    parser.add_argument(
+        "--labels-out",
+        default=None,
+        help="also write each request with the target's first valid call (JSONL), "
+        "for scoring a sidecar on these held-out requests",
+    )
     parser.add_argument("--cache-dir", default=None)
     args = parser.parse_args(argv)
 
@@ -208,18 +261,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         print(f"{score.id:28s} {flags} {score.seconds:6.1f}s {score.reason[:70]}", flush=True)
 
-    report = evaluate_items(
-        items,
-        hf_generator(model, tokenizer, fmt, max_new_tokens=args.max_new_tokens),
-        fmt,
-        on_item=show,
-    )
+    if args.engine == "generate":
+        generate = hf_generator(model, tokenizer, fmt, max_new_tokens=args.max_new_tokens)
+    else:
+        from ooo_agent.targets.hf import HFTarget
+
+        target = HFTarget(model, tokenizer, fmt, num_threads=args.threads)
+        generate = engine_generator(target, mode=args.engine, max_new_tokens=args.max_new_tokens)
+    report = evaluate_items(items, generate, fmt, on_item=show)
+    if args.labels_out:
+        by_id = {item.id: item for item in items}
+        Path(args.labels_out).parent.mkdir(parents=True, exist_ok=True)
+        with Path(args.labels_out).open("w", encoding="utf-8") as handle:
+            for item_score in report.items:
+                line = labelled_line(by_id[item_score.id], item_score.output, fmt)
+                handle.write(json.dumps(line, ensure_ascii=False) + "\n")
     report.config = {
         "adapter": os.fspath(args.adapter) if args.adapter else None,
         "categories": args.categories,
         "limit": args.limit,
         "offset": args.offset,
         "max_new_tokens": args.max_new_tokens,
+        "engine": args.engine,
         "command": " ".join(sys.argv),
     }
     for category, score in report.categories.items():
