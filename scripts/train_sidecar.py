@@ -102,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--save-every", type=int, default=20, help="checkpoint every N steps")
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
+    parser.add_argument(
+        "--init-adapter", default=None, help="warm start from this LoRA adapter folder"
+    )
     parser.add_argument("--max-steps", type=int, default=None, help="stop early (smoke tests)")
     parser.add_argument("--cache-dir", default=None, help="ooo-agent cache root")
     args = parser.parse_args(argv)
@@ -142,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         num_threads=args.threads,
         save_every=args.save_every,
         resume=args.resume,
+        init_adapter=args.init_adapter,
         max_steps=args.max_steps,
         progress=False,
         role="sidecar",

@@ -267,3 +267,42 @@ def test_per_example_and_padded_runs_train_alike(tmp_path: Path) -> None:
     assert [s for s, _ in single] == [s for s, _ in padded]
     for (_, a), (_, b) in zip(single, padded, strict=True):
         assert a == pytest.approx(b, rel=1e-3)
+
+
+def test_warm_start_begins_from_the_given_adapter(tmp_path: Path) -> None:
+    from peft import PeftModel
+
+    rows = toy_rows(8)
+    first = config(tmp_path / "first", epochs=2, save_dtype="float16")
+    train_lora(first, tiny_model(), ByteTokenizer(), rows)
+    probe = torch.tensor([ByteTokenizer()("Q5: colour of item 5?\nA: ")["input_ids"]])
+    with torch.no_grad():
+        start = PeftModel.from_pretrained(tiny_model(), str(first.out_dir)).eval()(probe).logits
+
+    # One step at a vanishing LR: the model is still the adapter it started from.
+    warm = config(tmp_path / "warm", max_steps=1, lr=1e-12, init_adapter=first.out_dir)
+    train_lora(warm, tiny_model(), ByteTokenizer(), rows)
+    with torch.no_grad():
+        again = PeftModel.from_pretrained(tiny_model(), str(warm.out_dir)).eval()(probe).logits
+    assert torch.allclose(start, again, atol=1e-4)
+    with torch.no_grad():
+        fresh_logits = tiny_model()(probe).logits
+    assert not torch.allclose(start, fresh_logits, atol=1e-2)  # the first adapter did learn
+    assert "warm start from the adapter `adapter`" in (Path(warm.out_dir) / "README.md").read_text()
+    # Training on from there moves it, and a config that disagrees with the adapter is refused.
+    more = config(tmp_path / "more", epochs=2, init_adapter=first.out_dir)
+    more_report = train_lora(more, tiny_model(), ByteTokenizer(), rows)
+    assert (
+        more_report.train_history[0][1]
+        < 0.9
+        * train_lora(
+            config(tmp_path / "fresh", max_steps=1), tiny_model(), ByteTokenizer(), rows
+        ).train_history[0][1]
+    )
+    with pytest.raises(ValueError, match="does not match"):
+        train_lora(
+            config(tmp_path / "bad", r=8, alpha=16, init_adapter=first.out_dir),
+            tiny_model(),
+            ByteTokenizer(),
+            rows,
+        )

@@ -27,6 +27,12 @@ def _sampled(history: list[tuple[int, float]], points: int = 12) -> list[tuple[i
     return [*picked, history[-1]]
 
 
+def _init_text(config: TrainConfig) -> str:
+    if config.init_adapter is None:
+        return "fresh LoRA (B = 0)"
+    return f"warm start from the adapter `{Path(config.init_adapter).name}`"
+
+
 def render_card(config: TrainConfig, report: TrainReport) -> str:
     """The card's markdown text."""
     title = Path(report.out_dir).name or "adapter"
@@ -50,6 +56,7 @@ def render_card(config: TrainConfig, report: TrainReport) -> str:
         "| setting | value |",
         "|---|---|",
         f"| LoRA r / alpha / dropout | {config.r} / {config.alpha} / {config.dropout} |",
+        f"| initialisation | {_init_text(config)} |",
         f"| target modules | {', '.join(config.target_modules)} |",
         "| objective | completion-only causal cross-entropy (prompt tokens masked) |",
         f"| epochs | {config.epochs} |",

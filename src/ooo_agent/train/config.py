@@ -92,6 +92,11 @@ class TrainConfig:
     role: str = "adapter"
     """What the adapter is for (``target`` / ``sidecar``), for the model card."""
     base_model_name: str = ""
+    init_adapter: str | Path | None = None
+    """Start from this LoRA adapter folder instead of a zero-initialised LoRA (warm start).
+    Its own rank, alpha and target modules then apply; ``r`` / ``alpha`` / ``target_modules``
+    must match them. The embedded sidecar starts from the target's adapter: the sidecar must
+    write the values *this target* writes, and the target's adapter already copies them."""
     base_model_ref: str = ""
     """What ``adapter_config.json`` records as ``base_model_name_or_path`` (a preset name or
     hub id). peft writes the folder the base was loaded from — often a cache path of the

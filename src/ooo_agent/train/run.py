@@ -59,6 +59,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-every", type=int, default=0, help="steps (0: only at the end)")
     parser.add_argument("--save-every", type=int, default=0, help="checkpoint every N steps")
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
+    parser.add_argument(
+        "--init-adapter", default=None, help="warm start from this LoRA adapter folder"
+    )
     parser.add_argument("--keep-checkpoints", action="store_true", help="keep them after the run")
     parser.add_argument("--max-steps", type=int, help="stop early after N optimizer steps")
     parser.add_argument("--log-every", type=int, default=10, help="print a line every N steps")
@@ -118,6 +121,7 @@ def run_train(args: argparse.Namespace, command: str | None = None) -> int:
             eval_every=args.eval_every,
             save_every=args.save_every,
             resume=args.resume,
+            init_adapter=args.init_adapter,
             keep_checkpoints_after=args.keep_checkpoints,
             max_steps=args.max_steps,
             log_every=args.log_every,

@@ -66,6 +66,8 @@ def _wrap_lora(model: Any, config: TrainConfig) -> Any:
 
     if isinstance(model, PeftModel):
         raise ValueError("train_lora expects a plain base model, not one already wrapped by peft")
+    if config.init_adapter is not None:
+        return _warm_start(model, config)
     lora = LoraConfig(
         r=config.r,
         lora_alpha=config.alpha,
@@ -81,6 +83,37 @@ def _wrap_lora(model: Any, config: TrainConfig) -> Any:
             f"cannot place LoRA on modules {list(config.target_modules)} of "
             f"{type(model).__name__}: {exc}"
         ) from exc
+
+
+def _warm_start(model: Any, config: TrainConfig) -> Any:
+    """Wrap ``model`` with the adapter at ``config.init_adapter``, trainable."""
+    from peft import PeftConfig, PeftModel
+
+    path = str(config.init_adapter)
+    saved = PeftConfig.from_pretrained(path)
+    mismatch = {
+        name: (mine, theirs)
+        for name, mine, theirs in (
+            ("r", config.r, getattr(saved, "r", None)),
+            ("alpha", config.alpha, getattr(saved, "lora_alpha", None)),
+            (
+                "target_modules",
+                sorted(config.target_modules),
+                sorted(getattr(saved, "target_modules", None) or []),
+            ),
+        )
+        if mine != theirs
+    }
+    if mismatch:
+        raise ValueError(
+            f"init_adapter {path} does not match the config (config, adapter): {mismatch}"
+        )
+    peft_model = PeftModel.from_pretrained(model, path, is_trainable=True)
+    # Adapters are shipped in fp16; train in the model's dtype.
+    dtype = next(model.parameters()).dtype
+    for param in _trainable(peft_model).values():
+        param.data = param.data.to(dtype)
+    return peft_model
 
 
 def _collate(
