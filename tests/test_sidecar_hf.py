@@ -56,7 +56,9 @@ def _wave_prompts(gen: SharedPrefixGenerator, tokenizer: Any) -> list[list[int]]
 def _distinct_rows(gen: SharedPrefixGenerator, tokenizer: Any) -> list[list[int]]:
     """Wave prompts with a distinct tail each: a 2-layer random model mostly echoes the last
     tokens, and wave rows all end with the same template text."""
-    return [p + gen.encode(f" row {i}" * (i + 1)) for i, p in enumerate(_wave_prompts(gen, tokenizer))]
+    return [
+        p + gen.encode(f" row {i}" * (i + 1)) for i, p in enumerate(_wave_prompts(gen, tokenizer))
+    ]
 
 
 def _alone(model: Any, prompt: list[int], stop_ids: set[int], max_new: int) -> list[int]:
@@ -126,7 +128,12 @@ def test_prefix_runs_once_then_the_suffixes_as_one_batch(tokenizer: Any) -> None
     prefix = common_prefix_length(prompts)
     assert prefix > 20
     longest_suffix = max(len(p) for p in prompts) - prefix
-    assert shapes == [(1, prefix), (len(prompts), longest_suffix), (len(prompts), 1), (len(prompts), 1)]
+    assert shapes == [
+        (1, prefix),
+        (len(prompts), longest_suffix),
+        (len(prompts), 1),
+        (len(prompts), 1),
+    ]
 
 
 def test_rows_report_in_finishing_order_and_leave_the_batch(tokenizer: Any) -> None:
@@ -196,7 +203,11 @@ def test_wave_fills_the_box_function_first(tokenizer: Any) -> None:
     assert report.arrivals[0] == "function"
     assert sorted(report.arrivals) == ["0.city", "0.days", "1.zone", "function"]
     snapshot = box.snapshot()
-    assert (snapshot.function, dict(snapshot.slots), snapshot.complete) == ("get_weather", {"days": 0}, True)
+    assert (snapshot.function, dict(snapshot.slots), snapshot.complete) == (
+        "get_weather",
+        {"days": 0},
+        True,
+    )
     assert box.function_step == 0 and box.slot_steps == {"days": 0}
 
 
@@ -278,7 +289,15 @@ def _save_tiny(tmp: Path, tokenizer: Any) -> tuple[Path, Path]:
         config = peft.LoraConfig(
             r=4,
             lora_alpha=128,
-            target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
+            target_modules=[
+                "q_proj",
+                "k_proj",
+                "v_proj",
+                "o_proj",
+                "gate_proj",
+                "up_proj",
+                "down_proj",
+            ],
             init_lora_weights=False,
         )
         peft.get_peft_model(lora_base, config).save_pretrained(repo / name)
@@ -317,3 +336,30 @@ def test_loading_errors_are_clear(tmp_path: Path, tokenizer: Any) -> None:
 def test_from_preset_unknown_name_is_a_clear_error() -> None:
     with pytest.raises(ModelNotAvailableError):
         HFSidecar.from_preset("no-such-preset-anywhere")
+
+
+def test_bench_loads_an_adapter_only_folder_on_its_base(tmp_path: Path, tokenizer: Any) -> None:
+    import json
+
+    from ooo_agent.bench._loading import BASE_PRESET, _adapter_base, open_sidecar
+
+    base_dir, repo = _save_tiny(tmp_path, tokenizer)
+    folder = repo / "sidecar-lora"
+    config_path = folder / "adapter_config.json"
+    config = json.loads(config_path.read_text())
+    config["base_model_name_or_path"] = str(base_dir)
+    config_path.write_text(json.dumps(config))
+    assert _adapter_base(str(folder)) == str(base_dir)
+    assert _adapter_base(str(base_dir)) is None  # a full model folder is not an adapter
+    with open_sidecar(str(folder)) as choice:
+        assert choice.kind == "trained" and "sidecar-lora" in choice.label
+        assert isinstance(choice.sidecar, HFSidecar)
+        reference = HFSidecar.from_pretrained(base_dir, adapter=repo, subfolder="sidecar-lora")
+        assert torch.allclose(_logits(choice.sidecar.model), _logits(reference.model), atol=1e-4)
+    # A base recorded as another machine's path falls back to the embedded model; names stay.
+    config["base_model_name_or_path"] = str(tmp_path / "gone" / "model")
+    config_path.write_text(json.dumps(config))
+    assert _adapter_base(str(folder)) == BASE_PRESET
+    config["base_model_name_or_path"] = "Qwen/Qwen3-0.6B"
+    config_path.write_text(json.dumps(config))
+    assert _adapter_base(str(folder)) == "Qwen/Qwen3-0.6B"

@@ -135,6 +135,8 @@ def open_sidecar(
         trained = PRESETS[spec].role == "sidecar"
         kind = "trained" if trained else "untrained"
         label = f"{spec}" + ("" if trained else " (untrained sidecar)")
+    elif _adapter_base(spec) is not None:
+        kind, label = "trained", f"{Path(spec).name} (local sidecar adapter)"
     elif Path(spec).is_dir():
         kind, label = "untrained", f"{Path(spec).name} (local sidecar)"
     else:
@@ -151,11 +153,49 @@ def open_sidecar(
         return
     from ooo_agent.sidecar.hf import HFSidecar
 
+    adapter_base = _adapter_base(spec)
     if spec in PRESETS:
         local = HFSidecar.from_preset(spec, num_threads=threads)
+    elif adapter_base is not None:
+        from ooo_agent.models.presets import attach_adapter, load_base
+
+        model, tokenizer = load_base(adapter_base)
+        model = attach_adapter(model, spec, merge=True)
+        local = HFSidecar(model, tokenizer, num_threads=threads)
     else:
         local = HFSidecar.from_pretrained(spec, num_threads=threads)
     yield SidecarChoice(local, label + " [in-process thread]", kind, note)
+
+
+def _adapter_base(spec: str) -> str | None:
+    """For an adapter-only folder (``adapter_config.json``, no model weights): the base to load
+    it on — the base it names when that is a preset, an existing folder or a hub id, else the
+    embedded SmolLM2 (another machine's path means nothing here). None for anything else."""
+    import json
+
+    from ooo_agent.models.presets import PRESETS
+
+    config = Path(spec) / "adapter_config.json"
+    if not config.is_file():
+        return None
+    try:
+        named = str(
+            json.loads(config.read_text(encoding="utf-8")).get("base_model_name_or_path") or ""
+        )
+    except (OSError, ValueError):
+        named = ""
+    if named in PRESETS or (named and Path(named).is_dir()):
+        return named
+    if named and not Path(named).is_absolute() and not Path(named).exists():
+        return named  # a hub id
+    return BASE_PRESET
+
+
+def _base_folder(base: str) -> str:
+    """A folder or hub id transformers can load for ``base`` (the embedded name resolved)."""
+    from ooo_agent.models import SMOLLM2_NAME, ensure_smollm2
+
+    return str(ensure_smollm2()) if base in (SMOLLM2_NAME, BASE_PRESET) else base
 
 
 def _sidecar_tokenizer(spec: str) -> Any:
@@ -169,6 +209,9 @@ def _sidecar_tokenizer(spec: str) -> Any:
         base = PRESETS[spec].base
         folder = str(ensure_smollm2()) if base == SMOLLM2_NAME else base
         return AutoTokenizer.from_pretrained(folder)
+    adapter_base = _adapter_base(spec)
+    if adapter_base is not None:
+        return AutoTokenizer.from_pretrained(_base_folder(adapter_base))
     return AutoTokenizer.from_pretrained(spec)
 
 
@@ -184,7 +227,13 @@ def _sidecar_process(spec: str, threads: int, *, ready_timeout: float = 300.0) -
     from ooo_agent.models.presets import PRESETS
 
     port = _free_port()
-    source = ["--preset", spec] if spec in PRESETS else ["--base", spec]
+    adapter_base = _adapter_base(spec)
+    if spec in PRESETS:
+        source = ["--preset", spec]
+    elif adapter_base is not None:
+        source = ["--base", _base_folder(adapter_base), "--adapter", spec]
+    else:
+        source = ["--base", spec]
     command = [sys.executable, "-m", "ooo_agent.sidecar.server", *source,
                "--threads", str(threads), "--port", str(port)]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
