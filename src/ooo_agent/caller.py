@@ -6,13 +6,17 @@ The caller composes; it does not parse, validate or draft itself::
     ┌ sidecar.wave(request, box)        (mode "ooo"; started at the request's arrival)
     └ target.generate(request)          (never waits for the box)
     → format.parse → validate → dispatch → CallResult
+
+``dispatch="speculated"`` is for frameworks that run the tools themselves (LangChain's
+``ToolNode``, an HTTP client): the wave and the speculation run as with ``dispatch=True``, but
+only verified calls that a speculation answers get a result; no tool is run for the others.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -25,9 +29,13 @@ from ooo_agent.targets.base import Generation, Mode, Target, TargetRequest
 from ooo_agent.tools import Tool, Toolset
 from ooo_agent.validate import validate_calls
 
-__all__ = ["FastToolCaller"]
+__all__ = ["DispatchMode", "FastToolCaller"]
 
 ToolsLike = Toolset | Iterable[Tool | Mapping[str, Any] | Any]
+
+DispatchMode = bool | Literal["speculated"]
+"""``True``: run every verified call; ``False``: run none; ``"speculated"``: return only the
+results of verified calls that a speculative pre-execution answered, run nothing else."""
 
 
 class FastToolCaller:
@@ -91,7 +99,7 @@ class FastToolCaller:
         messages: Sequence[Mapping[str, Any]],
         tools: ToolsLike,
         *,
-        dispatch: bool = True,
+        dispatch: DispatchMode = True,
         mode: Mode | None = None,
         tool_choice: str | Mapping[str, Any] = "auto",
         parallel_tool_calls: bool = True,
@@ -99,10 +107,20 @@ class FastToolCaller:
     ) -> CallResult:
         """Run one model turn and (by default) dispatch the validated calls.
 
+        ``dispatch=False`` returns the validated calls without running anything.
+        ``dispatch="speculated"`` runs the sidecar's wave and speculation as ``True`` does, but
+        ``result.results`` holds only the results of verified calls that a speculation of a
+        ``read_only`` tool answered (call ids set); every other call is left to the caller of
+        this method to run. Mispredictions are cancelled and dropped in every mode.
+
         Never raises for anything the model wrote: unknown tools, malformed JSON and schema
         violations come back in ``result.errors``; tool exceptions and timeouts in
         ``result.results``. A failing target (e.g. an HTTP error) raises ``TargetError``.
         """
+        if dispatch not in (True, False, "speculated"):
+            raise ValueError(f"dispatch must be True, False or 'speculated', not {dispatch!r}")
+        run_all = bool(dispatch) and dispatch != "speculated"
+        speculate = run_all or dispatch == "speculated"
         arrival = time.perf_counter()
         toolset = tools if isinstance(tools, Toolset) else Toolset.coerce(tools)
         tool_dicts = toolset.to_openai()
@@ -122,7 +140,7 @@ class FastToolCaller:
                 context_factory=context_for,
                 stats=stats.speculation,
             )
-            preexecute = self.preexecute and dispatch and speculator.enabled
+            preexecute = self.preexecute and speculate and speculator.enabled
             run_wave = self.sidecar is not None and bool(tool_dicts) and (mode == "ooo" or preexecute)
             box = HintBox() if run_wave else None
             request = TargetRequest(
@@ -154,8 +172,12 @@ class FastToolCaller:
             result.errors = [*parse_errors, *errors]
             stats.validate_s = time.perf_counter() - started
 
-            speculator.retain(result.calls if dispatch else [])
-            if dispatch and result.calls:
+            speculator.retain(result.calls if preexecute else [])
+            if preexecute and not run_all and result.calls:
+                started = time.perf_counter()
+                result.results = await speculator.claim(result.calls)
+                stats.dispatch_s = time.perf_counter() - started
+            elif run_all and result.calls:
                 started = time.perf_counter()
                 result.results = await dispatch_calls(
                     result.calls,

@@ -115,6 +115,22 @@ class Speculator:
         self.stats.saved_s += max(0.0, min(asked - speculation.started, result.elapsed_s))
         return dataclasses.replace(result, call_id=call.id, speculative=True)
 
+    async def claim(self, calls: Sequence[ToolCall]) -> list[ToolResult]:
+        """The speculative results of the ``calls`` a speculation answers, in call order.
+
+        Runs nothing: a call no speculation matches gets no result. Waits (concurrently) for
+        matched speculations still running.
+        """
+        answers: list[ToolResult | None] = [None] * len(calls)
+
+        async def take(index: int) -> None:
+            answers[index] = await self.answer(calls[index])
+
+        async with anyio.create_task_group() as group:
+            for index in range(len(calls)):
+                group.start_soon(take, index)
+        return [a for a in answers if a is not None]
+
     def retain(self, calls: Sequence[ToolCall]) -> None:
         """Cancel at once every speculation that none of the verified ``calls`` can claim."""
         wanted = {(call.name, canonical_arguments(call)) for call in calls}

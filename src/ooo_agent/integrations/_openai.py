@@ -11,13 +11,14 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ooo_agent.calls import CallResult, CallStats
+from ooo_agent.calls import CallResult, CallStats, ToolCall, ToolResult
 from ooo_agent.tools import Toolset
 
 __all__ = [
     "finish_reason",
     "keep_first_call",
     "normalize_tool_choice",
+    "preexecuted_results",
     "stats_header",
     "stats_summary",
     "stats_to_dict",
@@ -122,3 +123,15 @@ def keep_first_call(result: CallResult) -> CallResult:
     if len(result.calls) > 1:
         result.calls = result.calls[:1]
     return result
+
+
+def preexecuted_results(result: CallResult) -> list[tuple[ToolCall, ToolResult]]:
+    """The verified calls of a turn that a speculative pre-execution answered successfully,
+    each with its result, in call order.
+
+    Only results of calls still in ``result.calls`` count (``keep_first_call`` may have dropped
+    some), and only successful ones: a failed pre-execution is left for the framework or client
+    to run the tool (read-only tools are safe to run again) and handle the error its own way.
+    """
+    by_id = {r.call_id: r for r in result.results if r.speculative and r.ok}
+    return [(call, by_id[call.id]) for call in result.calls if call.id in by_id]

@@ -15,7 +15,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ooo_agent.calls import CallResult
-from ooo_agent.integrations._openai import finish_reason, stats_to_dict, usage
+from ooo_agent.integrations._openai import (
+    finish_reason,
+    preexecuted_results,
+    stats_to_dict,
+    usage,
+)
 
 __all__ = [
     "ChatCompletionRequest",
@@ -23,6 +28,7 @@ __all__ = [
     "completion_response",
     "error_body",
     "new_completion_id",
+    "tool_results",
 ]
 
 TOOL_NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
@@ -145,11 +151,24 @@ def extension(result: CallResult) -> dict[str, Any]:
     return {"stats": stats_to_dict(result.stats), "invalid_tool_calls": invalid_calls(result)}
 
 
+def tool_results(result: CallResult) -> list[dict[str, Any]]:
+    """The ``ooo_tool_results`` extension of the assistant message: the verified calls the
+    server pre-executed, ``[{"tool_call_id", "content"}]`` (content as a ``tool`` message would
+    carry it)."""
+    return [
+        {"tool_call_id": call.id, "content": tool_result.content()}
+        for call, tool_result in preexecuted_results(result)
+    ]
+
+
 def completion_response(result: CallResult, *, completion_id: str, model: str) -> dict[str, Any]:
     """A ``chat.completion`` object for one turn (``arguments`` as JSON strings)."""
     message: dict[str, Any] = {"role": "assistant", "content": response_content(result)}
     if result.calls:
         message["tool_calls"] = [c.to_openai() for c in result.calls]
+    preexecuted = tool_results(result)
+    if preexecuted:
+        message["ooo_tool_results"] = preexecuted
     return {
         "id": completion_id,
         "object": "chat.completion",
@@ -167,7 +186,8 @@ def completion_chunks(
     result: CallResult, *, completion_id: str, model: str, include_usage: bool, piece: int = 16
 ) -> Iterator[str]:
     """The turn as server-sent events: role, text, then each call as a header delta followed
-    by its arguments in ``piece``-character deltas, the finish reason, usage, ``[DONE]``."""
+    by its arguments in ``piece``-character deltas, the finish reason (its delta carries
+    ``ooo_tool_results`` when the server pre-executed calls), usage, ``[DONE]``."""
     created = int(time.time())
 
     def chunk(delta: dict[str, Any], reason: str | None = None, **extra: Any) -> str:
@@ -193,7 +213,9 @@ def completion_chunks(
         for start in range(0, len(arguments), piece):
             delta = {"index": index, "function": {"arguments": arguments[start : start + piece]}}
             yield chunk({"tool_calls": [delta]})
-    yield chunk({}, finish_reason(result), ooo=extension(result))
+    preexecuted = tool_results(result)
+    final = {"ooo_tool_results": preexecuted} if preexecuted else {}
+    yield chunk(final, finish_reason(result), ooo=extension(result))
     if include_usage:
         body = {
             "id": completion_id,

@@ -2,7 +2,8 @@
 :class:`~ooo_agent.FastToolCaller`, and :func:`toolset_from_langchain`.
 
 The chat model only *produces* calls: LangChain and LangGraph run the tools themselves, so the
-caller runs with ``dispatch=False``. Calls still go through our validator, so the
+caller runs with ``dispatch=False`` (``"speculated"`` when read-only tools may be pre-executed:
+still nothing else runs). Calls still go through our validator, so the
 ``AIMessage.tool_calls`` it returns always name a bound tool with schema-valid arguments;
 anything else lands in ``invalid_tool_calls``.
 
@@ -12,6 +13,14 @@ Example::
     model = OoOChatModel(caller=FastToolCaller(target))
     agent = create_react_agent(model.bind_tools([add, multiply]), [add, multiply])
 
+Speculative pre-execution: with a sidecar, a read-only tool (our ``@tool(read_only=True)``, or a
+LangChain tool whose ``metadata`` has ``{"read_only": True}``) is started on the sidecar's
+predicted call while the target decodes. A result the target's verified call confirms is kept
+for that call (``response_metadata["ooo_preexecuted"]``), and the tools from
+:meth:`OoOChatModel.speculative_tools` return it when LangGraph's ``ToolNode`` runs the call::
+
+    agent = create_react_agent(model, model.speculative_tools([search, add]))
+
 Needs the ``langchain`` extra (``pip install "ooo-agent[langchain]"``).
 """
 
@@ -20,7 +29,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import threading
+import time
+from collections import deque
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -34,10 +47,10 @@ from langchain_core.messages import (
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.messages.tool import ToolCall as LCToolCall
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
-from langchain_core.tools import BaseTool
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PrivateAttr
 
 from ooo_agent.caller import FastToolCaller
 from ooo_agent.calls import CallError, CallResult
@@ -45,14 +58,184 @@ from ooo_agent.integrations._openai import (
     finish_reason,
     keep_first_call,
     normalize_tool_choice,
+    preexecuted_results,
     stats_to_dict,
     tools_for_choice,
 )
-from ooo_agent.tools import Tool, Toolset
+from ooo_agent.tools import Tool, ToolContext, Toolset
+from ooo_agent.validate import canonical_arguments
 
-__all__ = ["OoOChatModel", "to_openai_messages", "toolset_from_langchain"]
+__all__ = [
+    "OoOChatModel",
+    "PreexecutedResults",
+    "PreexecutedTool",
+    "is_read_only",
+    "to_openai_messages",
+    "toolset_from_langchain",
+]
 
 T = TypeVar("T")
+
+ToolInput = str | dict[str, Any] | LCToolCall
+"""What ``BaseTool.invoke`` takes: a string, an arguments dict or a ``ToolCall``."""
+
+
+@dataclass
+class _Preexecuted:
+    name: str
+    arguments: str  # canonical
+    call_id: str | None
+    value: Any
+    stored_at: float
+
+
+class PreexecutedResults:
+    """Results of speculative pre-executions that wait for the framework to run their call.
+
+    Keyed by tool name and canonical arguments; each result answers at most one call
+    (:meth:`take` removes it). At most ``max_entries`` are kept (the oldest is dropped first)
+    and a result older than ``ttl_s`` seconds is never used. Safe to share between threads
+    and event loops.
+    """
+
+    def __init__(self, max_entries: int = 256, ttl_s: float | None = 600.0) -> None:
+        if max_entries < 1:
+            raise ValueError(f"max_entries must be at least 1, not {max_entries}")
+        self.ttl_s = ttl_s
+        self._entries: deque[_Preexecuted] = deque(maxlen=max_entries)
+        self._lock = threading.Lock()
+
+    def put(self, name: str, arguments: dict[str, Any], call_id: str | None, value: Any) -> None:
+        """Keep ``value``, the result of ``name(**arguments)`` computed for call ``call_id``."""
+        entry = _Preexecuted(name, canonical_arguments(arguments), call_id, value, time.monotonic())
+        with self._lock:
+            self._entries.append(entry)
+
+    def take(
+        self, name: str, arguments: dict[str, Any], call_id: str | None = None
+    ) -> tuple[Any] | None:
+        """``(value,)`` for an equal call, removed so it is used once; None when none is kept.
+
+        An entry made for ``call_id`` is preferred over another equal call's.
+        """
+        key = canonical_arguments(arguments)
+        now = time.monotonic()
+        with self._lock:
+            if self.ttl_s is not None:
+                for stale in [e for e in self._entries if now - e.stored_at > self.ttl_s]:
+                    self._entries.remove(stale)
+            equal = [e for e in self._entries if e.name == name and e.arguments == key]
+            if not equal:
+                return None
+            mine = [e for e in equal if call_id is not None and e.call_id == call_id]
+            chosen = (mine or equal)[0]
+            self._entries.remove(chosen)
+        return (chosen.value,)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+
+_ANSWER: contextvars.ContextVar[tuple[Any] | None] = contextvars.ContextVar(
+    "ooo_preexecuted_answer", default=None
+)
+"""The pre-executed value a :class:`PreexecutedTool` run returns instead of running its tool."""
+
+
+class PreexecutedTool(BaseTool):
+    """A LangChain tool that answers a call from pre-executed results when one matches.
+
+    Same name, description and argument schema as the wrapped tool. When it is invoked with
+    arguments canonically equal to a kept result (see :class:`PreexecutedResults`) it returns
+    that result, consuming it, through LangChain's usual tool machinery (so a ``ToolNode`` gets
+    the same ``ToolMessage`` it would get from the wrapped tool); otherwise the wrapped tool runs
+    exactly as it would have. Build these with :meth:`OoOChatModel.speculative_tools`.
+    """
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    inner: BaseTool = Field(exclude=True)
+    results: PreexecutedResults = Field(exclude=True)
+
+    @classmethod
+    def wrap(cls, inner: BaseTool, results: PreexecutedResults) -> PreexecutedTool:
+        if isinstance(inner, PreexecutedTool):
+            inner = inner.inner
+        return cls(
+            name=inner.name,
+            description=inner.description,
+            args_schema=inner.args_schema
+            if inner.args_schema is not None
+            else inner.get_input_schema(),
+            return_direct=inner.return_direct,
+            response_format=inner.response_format,
+            metadata=inner.metadata,
+            tags=inner.tags,
+            inner=inner,
+            results=results,
+        )
+
+    def _take(self, input: ToolInput) -> tuple[Any] | None:
+        call_id: str | None = None
+        arguments: Any = input
+        if isinstance(input, dict) and input.get("type") == "tool_call" and "args" in input:
+            arguments = input["args"]
+            call_id = input.get("id")
+        if not isinstance(arguments, dict):
+            return None
+        return self.results.take(self.name, arguments, call_id)
+
+    def invoke(self, input: ToolInput, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
+        answer = self._take(input)
+        if answer is None:
+            return self.inner.invoke(input, config, **kwargs)
+        token = _ANSWER.set(answer)
+        try:
+            return super().invoke(input, config, **kwargs)
+        finally:
+            _ANSWER.reset(token)
+
+    async def ainvoke(
+        self, input: ToolInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Any:
+        answer = self._take(input)
+        if answer is None:
+            return await self.inner.ainvoke(input, config, **kwargs)
+        token = _ANSWER.set(answer)
+        try:
+            return await super().ainvoke(input, config, **kwargs)
+        finally:
+            _ANSWER.reset(token)
+
+    def _run(self, *args: Any, **kwargs: Any) -> Any:
+        answer = _ANSWER.get()
+        if answer is None:  # run directly, not through invoke: nothing to answer from
+            return self.inner.invoke(kwargs)
+        return answer[0]
+
+    async def _arun(self, *args: Any, **kwargs: Any) -> Any:
+        answer = _ANSWER.get()
+        if answer is None:
+            return await self.inner.ainvoke(kwargs)
+        return answer[0]
+
+
+def is_read_only(item: Any) -> bool:
+    """Whether a tool may be pre-executed: our ``@tool(read_only=True)`` with a function, or a
+    LangChain tool whose ``metadata`` has ``{"read_only": True}`` and whose output is plain
+    content (``response_format="content"``: an artifact could not be kept)."""
+    if isinstance(item, PreexecutedTool):
+        item = item.inner
+    if isinstance(item, Tool):
+        return item.read_only and item.has_handler
+    if isinstance(item, BaseTool):
+        return (item.metadata or {}).get("read_only") is True and item.response_format == "content"
+    return False
 
 
 class OoOChatModel(BaseChatModel):
@@ -69,6 +252,33 @@ class OoOChatModel(BaseChatModel):
     caller: FastToolCaller = Field(exclude=True)
     model_name: str = "ooo-agent"
     max_new_tokens: int | None = None
+    _preexecuted: PreexecutedResults = PrivateAttr(default_factory=PreexecutedResults)
+
+    @property
+    def preexecuted(self) -> PreexecutedResults:
+        """Verified pre-executed results waiting for their call (used by
+        :meth:`speculative_tools`)."""
+        return self._preexecuted
+
+    def speculative_tools(
+        self, tools: Sequence[BaseTool | Tool | Callable[..., Any]]
+    ) -> list[BaseTool]:
+        """The tools to give LangGraph's ``ToolNode`` (or to run yourself) so that calls this
+        model pre-executed are answered from their verified results instead of running again.
+
+        Read-only tools (see :func:`is_read_only`) become :class:`PreexecutedTool` wrappers;
+        the others are returned as LangChain tools, unchanged. Our ``Tool`` and plain functions
+        are converted to LangChain tools first::
+
+            agent = create_react_agent(model, model.speculative_tools([search, add]))
+        """
+        converted: list[BaseTool] = []
+        for item in tools:
+            lc = _as_langchain_tool(item)
+            if is_read_only(lc):
+                lc = PreexecutedTool.wrap(lc, self._preexecuted)
+            converted.append(lc)
+        return converted
 
     @property
     def _llm_type(self) -> str:
@@ -89,9 +299,14 @@ class OoOChatModel(BaseChatModel):
 
         The binding's kwargs carry ``tools=[{"type": "function", "function": ...}]`` — the
         shape LangGraph checks — and, when given, a normalised ``tool_choice`` (``"any"`` and
-        ``True`` mean ``"required"``; a bare name means that tool).
+        ``True`` mean ``"required"``; a bare name means that tool). When some tools are
+        read-only (:func:`is_read_only`), ``ooo_toolset`` carries them with their functions so
+        that the caller can pre-execute them on the sidecar's prediction.
         """
         formatted = [convert_to_openai_tool(t) for t in tools]
+        runnable = [_caller_tool(t, f) for t, f in zip(tools, formatted, strict=True)]
+        if any(t.has_handler for t in runnable):
+            kwargs["ooo_toolset"] = Toolset(runnable)
         if tool_choice is not None:
             choice = normalize_tool_choice(tool_choice)
             names = {t["function"]["name"] for t in formatted}
@@ -111,19 +326,30 @@ class OoOChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         choice = normalize_tool_choice(kwargs.get("tool_choice"))
-        toolset = tools_for_choice(Toolset.coerce(list(kwargs.get("tools") or [])), choice)
+        toolset = tools_for_choice(_bound_toolset(kwargs), choice)
         parallel = bool(kwargs.get("parallel_tool_calls", True))
-        result = await self.caller.call(
+        caller = self.caller
+        preexecute = (
+            caller.sidecar is not None and caller.preexecute and any(t.has_handler for t in toolset)
+        )
+        result = await caller.call(
             to_openai_messages(messages),
             toolset,
-            dispatch=False,  # LangChain / LangGraph run the tools
+            # LangChain / LangGraph run the tools; only pre-executed results come back.
+            dispatch="speculated" if preexecute else False,
             tool_choice=choice,
             parallel_tool_calls=parallel,
             max_new_tokens=kwargs.get("max_new_tokens", self.max_new_tokens),
         )
         if not parallel:
             keep_first_call(result)
+        preexecuted: dict[str, str] = {}
+        for call, tool_result in preexecuted_results(result):
+            self._preexecuted.put(call.name, call.arguments, call.id, tool_result.value)
+            preexecuted[call.id] = tool_result.content()
         message = self._to_ai_message(result, stop)
+        if preexecuted:
+            message.response_metadata["ooo_preexecuted"] = preexecuted
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _generate(
@@ -196,6 +422,75 @@ def _wrap_langchain_tool(lc: BaseTool) -> Tool:
         return await lc.ainvoke(arguments)
 
     return Tool.from_openai(convert_to_openai_tool(lc), run)
+
+
+def _caller_tool(item: Any, formatted: dict[str, Any]) -> Tool:
+    """The bound tool as the caller sees it: the schema LangChain formatted and, only for a
+    read-only tool, a function that runs it (so nothing else can ever be started early)."""
+    if isinstance(item, PreexecutedTool):
+        item = item.inner  # run the tool itself, never the cache
+    if not is_read_only(item):
+        return Tool.from_openai(formatted)
+    if isinstance(item, Tool):
+        ours = item
+
+        async def run_ours(ooo_tool_context: ToolContext, **arguments: Any) -> Any:
+            return await ours.invoke(arguments, ooo_tool_context)
+
+        return Tool.from_openai(
+            formatted, run_ours, read_only=True, timeout=ours.timeout, sequential=ours.sequential
+        )
+    lc: BaseTool = item
+
+    async def run_langchain(**arguments: Any) -> Any:
+        return await lc.ainvoke(arguments)
+
+    return Tool.from_openai(formatted, run_langchain, read_only=True)
+
+
+def _bound_toolset(kwargs: dict[str, Any]) -> Toolset:
+    """The toolset of a binding: ``ooo_toolset`` when it describes the bound ``tools``."""
+    plain = Toolset.coerce(list(kwargs.get("tools") or []))
+    runnable = kwargs.get("ooo_toolset")
+    if isinstance(runnable, Toolset) and runnable.to_openai() == plain.to_openai():
+        return runnable
+    return plain
+
+
+def _as_langchain_tool(item: Any) -> BaseTool:
+    if isinstance(item, PreexecutedTool):
+        return item.inner
+    if isinstance(item, BaseTool):
+        return item
+    if isinstance(item, Tool):
+        return _langchain_tool_from_ours(item)
+    if callable(item):
+        from langchain_core.tools import tool as lc_tool
+
+        converted: BaseTool = lc_tool(item)
+        return converted
+    raise TypeError(f"cannot run {type(item).__name__} as a tool: {item!r:.100}")
+
+
+def _langchain_tool_from_ours(ours: Tool) -> BaseTool:
+    """Our ``Tool`` as a LangChain tool: its schema, validated and run by ``Tool.invoke``."""
+    if not ours.has_handler:
+        raise TypeError(f"tool {ours.name!r} is schema-only: there is no function to run")
+
+    async def arun(**arguments: Any) -> Any:
+        return await ours.invoke(arguments)
+
+    def run(**arguments: Any) -> Any:
+        return run_sync(ours.invoke(arguments))
+
+    return StructuredTool(
+        name=ours.name,
+        description=ours.description,
+        args_schema=ours.parameters,
+        func=run,
+        coroutine=arun,
+        metadata={"read_only": True} if ours.read_only else None,
+    )
 
 
 def _invalid_tool_call(error: CallError) -> InvalidToolCall:

@@ -7,10 +7,14 @@
     serve(app, port=8000)          # or: ooo-agent serve --port 8000
 
 The server does not run tools (the client does): the caller runs with ``dispatch=False`` and
-the response carries validated calls. OoO statistics come in the ``ooo`` field of each response
-(and of the last stream chunk) and, summarised, in the ``x-ooo-stats`` header. Errors use
-OpenAI's shape ``{"error": {"message", "type", "param", "code"}}``: 400 malformed or invalid
-request, 401 missing/wrong token, 404 unknown model or route, 413 body too large.
+the response carries validated calls. With ``server_tools``, read-only tools the server holds
+itself may be pre-executed on the sidecar's prediction: a result the target's verified call
+confirms comes back in the assistant message's ``ooo_tool_results`` extension field.
+
+OoO statistics come in the ``ooo`` field of each response (and of the last stream chunk) and,
+summarised, in the ``x-ooo-stats`` header. Errors use OpenAI's shape
+``{"error": {"message", "type", "param", "code"}}``: 400 malformed or invalid request, 401
+missing/wrong token, 404 unknown model or route, 413 body too large.
 
 Needs the ``server`` extra (``pip install "ooo-agent[server]"``).
 """
@@ -22,7 +26,7 @@ import json
 import logging
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
 import anyio
@@ -42,7 +46,7 @@ from ooo_agent.integrations._protocol import (
     error_body,
     new_completion_id,
 )
-from ooo_agent.tools import Toolset
+from ooo_agent.tools import Tool, ToolContext, Toolset
 
 if sys.version_info < (3, 11):  # pragma: no cover
     from exceptiongroup import BaseExceptionGroup
@@ -73,6 +77,7 @@ def create_app(
     api_key: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_concurrency: int = 1,
+    server_tools: Toolset | Iterable[Tool] | None = None,
 ) -> FastAPI:
     """Build the ASGI app.
 
@@ -83,6 +88,11 @@ def create_app(
         max_body_bytes: larger request bodies get 413 without being read whole.
         max_concurrency: turns generated at once; the rest wait. Keep 1 for a single-stream
             in-process target (``HFTarget``); raise it for remote targets.
+        server_tools: implementations the server may pre-execute on the sidecar's prediction
+            (needs a caller with a sidecar and ``preexecute`` on). Only ``read_only`` tools with
+            a function are used, and only for a request that offers a tool of the same name
+            whose ``parameters`` equal the server tool's exactly. Results the target's
+            verified call confirms come back in the message's ``ooo_tool_results`` field.
     """
     if max_concurrency < 1:
         raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
@@ -90,6 +100,7 @@ def create_app(
         raise ValueError(f"max_body_bytes must be positive, not {max_body_bytes}")
     app = FastAPI(title="ooo-agent", docs_url=None, redoc_url=None, openapi_url=None)
     limiter = anyio.CapacityLimiter(max_concurrency)
+    runnable = _runnable_tools(server_tools)
     created = int(time.time())
 
     @app.exception_handler(APIError)
@@ -124,7 +135,7 @@ def create_app(
             raise _unknown_model(chat.model)
         toolset, choice = _request_tools(chat)
         async with limiter:  # the in-process target decodes one stream at a time
-            result = await _generate(caller, chat, toolset, choice)
+            result = await _generate(caller, chat, _with_handlers(toolset, runnable), choice)
         if chat.parallel_tool_calls is False:
             keep_first_call(result)
         completion_id = new_completion_id()
@@ -208,15 +219,59 @@ def _request_tools(chat: ChatCompletionRequest) -> tuple[Toolset, str | dict[str
         raise APIError(400, str(exc), "invalid_request_error", "tool_choice") from None
 
 
+def _runnable_tools(server_tools: Toolset | Iterable[Tool] | None) -> dict[str, Tool]:
+    """The server tools that may be pre-executed: read-only, with a function, by name."""
+    if server_tools is None:
+        return {}
+    toolset = Toolset.coerce(server_tools)
+    return {t.name: t for t in toolset if t.read_only and t.has_handler}
+
+
+def _with_handlers(toolset: Toolset, runnable: Mapping[str, Tool]) -> Toolset:
+    """The request's tools (the client's schemas validate the calls), each offered tool that
+    matches a runnable server tool (same name, equal parameters) given that tool's function."""
+    if not runnable or not any(t.name in runnable for t in toolset):
+        return toolset
+    tools: list[Tool] = []
+    for offered in toolset:
+        own = runnable.get(offered.name)
+        if own is None or offered.schema() != own.schema():
+            tools.append(offered)
+            continue
+        tools.append(
+            Tool.from_openai(
+                offered.to_openai(),
+                _server_handler(own),
+                read_only=True,
+                timeout=own.timeout,
+                sequential=own.sequential,
+            )
+        )
+    return Toolset(tools, strict=toolset.strict)
+
+
+def _server_handler(own: Tool) -> Callable[..., Any]:
+    """Runs ``own`` (validated by it again), with the call's context."""
+
+    async def run(ooo_tool_context: ToolContext, **arguments: Any) -> Any:
+        return await own.invoke(arguments, ooo_tool_context)
+
+    return run
+
+
 async def _generate(
     caller: FastToolCaller, chat: ChatCompletionRequest, toolset: Toolset, choice: str | dict[str, Any]
 ) -> CallResult:
+    preexecute = (
+        caller.sidecar is not None and caller.preexecute and any(t.has_handler for t in toolset)
+    )
     try:
         try:
             return await caller.call(
                 chat.message_dicts(),
                 toolset,
-                dispatch=False,  # the client runs the tools
+                # The client runs the tools; only results pre-executed here come back.
+                dispatch="speculated" if preexecute else False,
                 tool_choice=choice,
                 parallel_tool_calls=chat.parallel_tool_calls is not False,
                 max_new_tokens=chat.max_completion_tokens or chat.max_tokens,
