@@ -14,7 +14,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from ooo_agent.agent import Agent, AgentResult
-from ooo_agent.caller import FastToolCaller
+from ooo_agent.caller import DispatchMode, FastToolCaller
 from ooo_agent.calls import (
     CallError,
     CallErrorKind,
@@ -71,6 +71,7 @@ __all__ = [
     "CallResult",
     "CallStats",
     "DecodeStats",
+    "DispatchMode",
     "ErrorDetail",
     "FastToolCaller",
     "FormatError",
