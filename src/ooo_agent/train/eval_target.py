@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ooo_agent.bench.ast_check import check, names_match
-from ooo_agent.bench.datasets import BenchItem, load_bfcl
+from ooo_agent.bench.datasets import BenchItem, load_bfcl, load_jsonl
 from ooo_agent.formats.base import ChatFormat
 from ooo_agent.targets.base import Mode
 
@@ -217,6 +217,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--adapter", default=None, help="LoRA adapter folder (none: base model)")
     parser.add_argument("--categories", default="simple_python,multiple")
+    parser.add_argument(
+        "--data", default=None, help="a JSONL file of items instead of BFCL categories"
+    )
     parser.add_argument("--limit", type=int, default=None, help="first N items per category")
     parser.add_argument("--offset", type=int, default=0, help="skip the first N items")
     parser.add_argument("--max-new-tokens", type=int, default=160)
@@ -250,8 +253,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         model = attach_adapter(model, args.adapter, merge=True)
     fmt = HermesFormat()
     items: list[BenchItem] = []
-    for category in args.categories.split(","):
-        chosen = load_bfcl(category.strip(), cache_dir=args.cache_dir)[args.offset :]
+    sources = (
+        [load_jsonl(args.data)]
+        if args.data
+        else [load_bfcl(c.strip(), cache_dir=args.cache_dir) for c in args.categories.split(",")]
+    )
+    for loaded in sources:
+        chosen = loaded[args.offset :]
         items += chosen[: args.limit] if args.limit is not None else chosen
 
     def show(score: ItemScore) -> None:
@@ -278,7 +286,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 handle.write(json.dumps(line, ensure_ascii=False) + "\n")
     report.config = {
         "adapter": os.fspath(args.adapter) if args.adapter else None,
-        "categories": args.categories,
+        "categories": args.categories if not args.data else None,
+        "data": args.data,
         "limit": args.limit,
         "offset": args.offset,
         "max_new_tokens": args.max_new_tokens,
