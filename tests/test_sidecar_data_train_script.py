@@ -13,6 +13,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
+from ooo_agent.train.portable import portable_command, portable_path  # noqa: E402
+
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "train_sidecar.py"
 
 
@@ -25,13 +27,14 @@ def _script() -> ModuleType:
 
 
 def test_portable_command_hides_this_machines_folders(tmp_path: Path) -> None:
-    script = _script()
     inside = tmp_path / "runs" / "data"
-    command = script.portable_command(
-        ["--data", str(inside), f"--out={tmp_path.parent / 'x' / 'adapter'}", "--r", "4"], tmp_path
+    command = portable_command(
+        ["python", "scripts/train_sidecar.py"],
+        ["--data", str(inside), f"--out={tmp_path.parent / 'x' / 'adapter'}", "--r", "4"],
+        tmp_path,
     )
     assert command == "python scripts/train_sidecar.py --data runs/data --out=.../adapter --r 4"
-    assert script.portable_path("adapters/a", tmp_path) == "adapters/a"
+    assert portable_path("adapters/a", tmp_path) == "adapters/a"
 
 
 def test_trains_a_tiny_sidecar_with_a_portable_card(

@@ -67,14 +67,20 @@ def test_cli_trains_and_writes_adapter_card_and_report(
         "--max-len", "64", "--eval-fraction", "0.25", "--no-progress", "--describe", "toy rows",
     ]  # fmt: skip
     monkeypatch.setattr("sys.argv", ["ooo-agent", *argv])  # the card records the command line
+    monkeypatch.chdir(tmp_path)  # paths inside the working folder are recorded relative to it
     assert main(argv) == 0
     assert (out / "adapter_model.safetensors").is_file()
     report = json.loads((out / "train_report.json").read_text())
     assert report["examples"] == 18 and report["eval_examples"] == 6  # 25 % held out
     assert report["eval_loss"] is not None
     card = (out / "README.md").read_text()
-    assert f"ooo-agent train sidecar --data {data} --out {out}" in card
-    assert "toy rows" in card and "(sidecar)" in card and str(base) in card
+    assert "ooo-agent train sidecar --data rows.jsonl --out adapter --base base" in card
+    assert "toy rows" in card and "(sidecar) for `base`" in card
+    config = json.loads((out / "adapter_config.json").read_text())
+    assert config["base_model_name_or_path"] == "base"
+    assert report["out_dir"] == "adapter"
+    for text in (card, json.dumps(config), json.dumps(report)):
+        assert str(tmp_path) not in text  # no folder of this machine in what ships
 
 
 def test_cli_reports_bad_data_without_a_traceback(

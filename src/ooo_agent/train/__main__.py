@@ -1,4 +1,4 @@
-"""``python -m ooo_agent.train target|sidecar --data rows.jsonl --out DIR``."""
+"""``python -m ooo_agent.train target|sidecar --data rows.jsonl|DATA_DIR --out DIR [--recipe R]``."""
 
 from __future__ import annotations
 
