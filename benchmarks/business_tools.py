@@ -167,7 +167,11 @@ REQUESTS: list[tuple[str, str, Gold]] = [
         "convert_currency",
         {"amount": [2500, 2500.0], "from_currency": ["JPY"], "to_currency": ["GBP"]},
     ),
-    ("What's the weather like in Lisbon?", "get_weather", {"city": ["Lisbon"], "unit": [""]}),
+    (
+        "What's the weather like in Lisbon?",
+        "get_weather",
+        {"city": ["Lisbon"], "unit": ["", "celsius"]},
+    ),
     (
         "Is it cold in Chicago right now? Give me fahrenheit.",
         "get_weather",
