@@ -354,3 +354,19 @@ def test_cli_drops_requests_offering_evaluation_functions(
     # Only requests offering get_weather alone survive: r0, r2 train; r4 held out.
     assert (stats["train_requests"], stats["eval_requests"]) == (2, 1)
     assert (out / "training_requests.txt").read_text().count("\t") == 2
+
+
+def test_single_tool_requests_get_no_function_index_row() -> None:
+    # The wave never asks the index when one tool is offered; training on it only teaches "0".
+    single = LabelledRequest(_request(0, tools=TOOLS[:1]), ("get_weather", {"city": "Paris"}))
+    counts = RowCounts()
+    rows = sidecar_rows([single], ChatMLTokenizer(), direct_call=False, counts=counts)
+    assert counts.by_kind["function_index"] == 0 and counts.skipped_single_tool_index == 1
+    plan = WavePlan.build(
+        SidecarRequest(single.request.messages, single.request.tools),
+        template_from_tokenizer(ChatMLTokenizer()),
+        WaveOptions(),
+    )
+    assert [r["prompt"] for r in rows] == plan.prompts  # exactly what the wave asks
+    kept = sidecar_rows([single], ChatMLTokenizer(), direct_call=False, single_tool_index=True)
+    assert len(kept) == len(rows) + 1 and kept[0]["completion"] == "0<|im_end|>"

@@ -88,10 +88,12 @@ class RowCounts:
 
     by_kind: Counter[str] = field(default_factory=Counter)
     skipped_other_null: int = 0
+    skipped_single_tool_index: int = 0
 
     def add(self, other: RowCounts) -> None:
         self.by_kind.update(other.by_kind)
         self.skipped_other_null += other.skipped_other_null
+        self.skipped_single_tool_index += other.skipped_single_tool_index
 
 
 def sidecar_rows(
@@ -104,8 +106,12 @@ def sidecar_rows(
     seed: int = 0,
     template: PromptTemplate | None = None,
     counts: RowCounts | None = None,
+    single_tool_index: bool = False,
 ) -> list[dict[str, str]]:
     """``{"prompt", "completion"}`` rows for the trainer from labelled requests.
+
+    The function-index row of a request offering a single tool is left out unless
+    ``single_tool_index``: the wave never asks it (see ``WaveOptions.ask_single_tool``).
 
     The prompt is the row's chat messages through ``tokenizer``'s chat template with the
     generation prompt (``template`` overrides it); the completion is the row's answer followed
@@ -126,6 +132,11 @@ def sidecar_rows(
         selected = names.index(item.call[0]) if item.call[0] in names else None
         for row, answer in label_rows(item.request.messages, item.request.tools, item.call):
             if row.kind == "direct_call" and not direct_call:
+                continue
+            if row.kind == "function_index" and len(names) < 2 and not single_tool_index:
+                # Never asked at inference (one tool: the index is known), and a pile of "0"
+                # answers teaches the row to say "0" whatever the tools.
+                tally.skipped_single_tool_index += 1
                 continue
             other = row.kind == "argument_value" and row.function_index != selected
             if other and rng.random() >= other_null_fraction:
@@ -230,6 +241,7 @@ def build_sidecar_data(
         "eval_rows": len(eval_rows),
         "rows_by_kind": dict(counts.by_kind),
         "skipped_other_null_rows": counts.skipped_other_null,
+        "skipped_single_tool_index_rows": counts.skipped_single_tool_index,
         "other_null_fraction": other_null_fraction,
         "train_tokens": total_tokens,
         "target_vs_gold": {
