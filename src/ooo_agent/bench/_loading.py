@@ -6,6 +6,11 @@ sidecar preset if present, else none), ``none``, ``oracle``, a preset name, a lo
 folder, or an ``http(s)://`` URL of an OpenAI-compatible completions server. With
 ``process=True`` a local sidecar runs in its own ``serve-sidecar`` process (its own core),
 started and stopped by the benchmark.
+
+``device`` (``cpu``, ``cuda``, ``cuda:N``) and ``dtype`` put the target and a local sidecar
+(in-process or its own process) on one device in one precision; :func:`resolve_device` and
+:func:`resolve_dtype` turn the CLI's ``auto`` into a choice, and refuse CUDA when this torch
+has none.
 """
 
 from __future__ import annotations
@@ -20,16 +25,85 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from ooo_agent.errors import ModelNotAvailableError, SidecarError
 from ooo_agent.sidecar.base import Sidecar
 
-__all__ = ["LoadedTarget", "SidecarChoice", "load_target_model", "open_sidecar"]
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "DEVICE_CHOICES",
+    "DTYPE_CHOICES",
+    "LoadedTarget",
+    "SidecarChoice",
+    "describe_placement",
+    "load_target_model",
+    "open_sidecar",
+    "resolve_device",
+    "resolve_dtype",
+]
 
 TARGET_PRESET = "smollm2-135m-toolcall"
 SIDECAR_PRESET = "smollm2-135m-sidecar"
 BASE_PRESET = "smollm2-135m-instruct"
+
+DEVICE_CHOICES = "auto, cpu, cuda, cuda:N"
+DTYPE_CHOICES: tuple[str, ...] = ("auto", "float32", "bfloat16", "float16")
+
+
+def resolve_device(spec: str) -> str:
+    """``auto`` → ``cuda`` when torch sees a GPU, else ``cpu``; ``cuda[:N]`` checked to exist.
+
+    Raises :class:`ModelNotAvailableError` when CUDA is asked and this torch has none (a CPU
+    build, no driver, no GPU) or has no device ``N``; :class:`ValueError` for other names.
+    """
+    import torch
+
+    name = spec.strip().lower()
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cpu":
+        return "cpu"
+    index_text = name.removeprefix("cuda:") if name.startswith("cuda:") else None
+    if name != "cuda" and not (index_text and index_text.isdigit()):
+        raise ValueError(f"unknown device {spec!r}; choose one of {DEVICE_CHOICES}")
+    if not torch.cuda.is_available():
+        build = f"torch {torch.__version__}, CUDA build: {torch.version.cuda or 'none'}"
+        raise ModelNotAvailableError(
+            f"--device {spec} asked, but torch sees no CUDA GPU ({build}). Install a CUDA "
+            "build of torch on a machine with an NVIDIA GPU, or use --device cpu"
+        )
+    if index_text is not None and int(index_text) >= torch.cuda.device_count():
+        raise ModelNotAvailableError(
+            f"--device {spec}: torch sees {torch.cuda.device_count()} CUDA device(s)"
+        )
+    return name
+
+
+def resolve_dtype(spec: str, device: str) -> torch.dtype:
+    """``auto`` → bfloat16 on a CUDA device that supports it, else float32; names as torch's."""
+    import torch
+
+    name = spec.strip().lower().removeprefix("torch.")
+    if name not in DTYPE_CHOICES:
+        raise ValueError(f"unknown dtype {spec!r}; choose one of {', '.join(DTYPE_CHOICES)}")
+    if name == "auto":
+        on_cuda = device.startswith("cuda")
+        return torch.bfloat16 if on_cuda and torch.cuda.is_bf16_supported() else torch.float32
+    resolved: torch.dtype = getattr(torch, name)
+    return resolved
+
+
+def describe_placement(model: Any) -> tuple[str, str]:
+    """``(device, dtype)`` of ``model``'s first parameter, as ``("cuda:0", "bfloat16")``."""
+    parameter = next(iter(model.parameters()))
+    return str(parameter.device), str(parameter.dtype).removeprefix("torch.")
+
+
+def _dtype_name(dtype: torch.dtype | None) -> str:
+    return "auto" if dtype is None else str(dtype).removeprefix("torch.")
 
 
 @dataclass
@@ -51,26 +125,33 @@ class SidecarChoice:
     kind: str
     """``none`` | ``oracle`` | ``trained`` | ``untrained`` | ``remote``."""
     note: str = ""
+    placement: tuple[str, str] | None = None
+    """``(device, dtype)`` of a local sidecar model (None: no model here, or a remote one)."""
 
 
-def load_target_model(spec: str) -> LoadedTarget:
-    """Load the target named by ``spec`` (see the module docstring)."""
+def load_target_model(
+    spec: str, *, device: str = "cpu", dtype: torch.dtype | None = None
+) -> LoadedTarget:
+    """Load the target named by ``spec`` (see the module docstring) on ``device``.
+
+    ``dtype`` None: float32 (the embedded model), or the presets' own default.
+    """
     from ooo_agent.models import load_preset
     from ooo_agent.models.presets import PRESETS
 
     if spec == "auto":
         try:
-            model, tokenizer = load_preset(TARGET_PRESET)
+            model, tokenizer = _on(device, *load_preset(TARGET_PRESET, device=device, dtype=dtype))
             return LoadedTarget(model, tokenizer, TARGET_PRESET)
         except ModelNotAvailableError as exc:
-            model, tokenizer = load_preset(BASE_PRESET)
+            model, tokenizer = _on(device, *load_preset(BASE_PRESET, device=device, dtype=dtype))
             note = (
                 f"the {TARGET_PRESET} adapter is not available ({exc}); running the base "
                 f"{BASE_PRESET}, which does not write tool calls: AST accuracy is meaningless"
             )
             return LoadedTarget(model, tokenizer, BASE_PRESET, note)
     if spec in PRESETS:
-        model, tokenizer = load_preset(spec)
+        model, tokenizer = _on(device, *load_preset(spec, device=device, dtype=dtype))
         note = "" if PRESETS[spec].role == "target" else f"{spec} is not a tool-calling target"
         return LoadedTarget(model, tokenizer, spec, note)
     if Path(spec).is_dir():
@@ -79,15 +160,21 @@ def load_target_model(spec: str) -> LoadedTarget:
 
         try:
             tokenizer = AutoTokenizer.from_pretrained(spec)
-            model = AutoModelForCausalLM.from_pretrained(spec, dtype=torch.float32)
+            model = AutoModelForCausalLM.from_pretrained(spec, dtype=dtype or torch.float32)
         except (OSError, ValueError) as exc:
             raise ModelNotAvailableError(f"cannot load target folder {spec!r}: {exc}") from exc
         model.eval()  # type: ignore[no-untyped-call]
-        return LoadedTarget(model, tokenizer, Path(spec).name)
+        return LoadedTarget(*_on(device, model, tokenizer), Path(spec).name)
     known = ", ".join(sorted(PRESETS))
     raise ModelNotAvailableError(
         f"--target {spec!r} is neither a preset ({known}), 'auto', nor a model folder"
     )
+
+
+def _on(device: str, model: Any, tokenizer: Any) -> tuple[Any, Any]:
+    """``(model on device, tokenizer)``; a move only: a cast would also round buffers kept in
+    float32 on purpose (rotary frequencies), so the dtype is chosen at load time."""
+    return model.to(device), tokenizer
 
 
 def _sidecar_available(name: str) -> bool:
@@ -102,9 +189,19 @@ def _sidecar_available(name: str) -> bool:
 
 @contextlib.contextmanager
 def open_sidecar(
-    spec: str, *, threads: int = 1, process: bool = False, oracle_delay_s: float = 0.0
+    spec: str,
+    *,
+    threads: int = 1,
+    process: bool = False,
+    oracle_delay_s: float = 0.0,
+    device: str = "cpu",
+    dtype: torch.dtype | None = None,
 ) -> Iterator[SidecarChoice]:
-    """The sidecar named by ``spec``, stopped (process) when the block ends."""
+    """The sidecar named by ``spec``, stopped (process) when the block ends.
+
+    A local model (preset, folder, adapter folder) is loaded on ``device`` in ``dtype``, in
+    this process or, with ``process``, in a ``serve-sidecar`` child given the same choice.
+    """
     from ooo_agent.bench.oracle import ORACLE_LABEL, OracleSidecar
     from ooo_agent.models.presets import PRESETS
 
@@ -144,27 +241,32 @@ def open_sidecar(
             f"--sidecar {spec!r} is not none, oracle, auto, a preset, a folder or a URL"
         )
     if process:
-        with _sidecar_process(spec, threads) as url:
+        with _sidecar_process(spec, threads, device=device, dtype=dtype) as url:
             from ooo_agent.sidecar.openai import OpenAISidecar
 
             tokenizer = _sidecar_tokenizer(spec)
             sidecar = OpenAISidecar(url, template=tokenizer, timeout=120.0)
-            yield SidecarChoice(sidecar, label + " [own process]", kind, note)
+            placement = (device, _dtype_name(dtype))
+            yield SidecarChoice(sidecar, label + " [own process]", kind, note, placement)
         return
     from ooo_agent.sidecar.hf import HFSidecar
 
     adapter_base = _adapter_base(spec)
     if spec in PRESETS:
-        local = HFSidecar.from_preset(spec, num_threads=threads)
+        from ooo_agent.models import load_preset
+
+        model, tokenizer = _on(device, *load_preset(spec, device=device, dtype=dtype))
+        local = HFSidecar(model, tokenizer, num_threads=threads)
     elif adapter_base is not None:
         from ooo_agent.models.presets import attach_adapter, load_base
 
-        model, tokenizer = load_base(adapter_base)
-        model = attach_adapter(model, spec, merge=True)
+        model, tokenizer = load_base(adapter_base, device=device, dtype=dtype)
+        model = attach_adapter(model, spec, merge=True).to(device)
         local = HFSidecar(model, tokenizer, num_threads=threads)
     else:
-        local = HFSidecar.from_pretrained(spec, num_threads=threads)
-    yield SidecarChoice(local, label + " [in-process thread]", kind, note)
+        local = HFSidecar.from_pretrained(spec, num_threads=threads, device=device, dtype=dtype)
+    placement = describe_placement(local.model)
+    yield SidecarChoice(local, label + " [in-process thread]", kind, note, placement)
 
 
 def _adapter_base(spec: str) -> str | None:
@@ -222,7 +324,14 @@ def _free_port() -> int:
 
 
 @contextlib.contextmanager
-def _sidecar_process(spec: str, threads: int, *, ready_timeout: float = 300.0) -> Iterator[str]:
+def _sidecar_process(
+    spec: str,
+    threads: int,
+    *,
+    device: str = "cpu",
+    dtype: torch.dtype | None = None,
+    ready_timeout: float = 300.0,
+) -> Iterator[str]:
     """Run ``serve-sidecar`` for ``spec`` in a child process; yield its base URL."""
     from ooo_agent.models.presets import PRESETS
 
@@ -235,7 +344,8 @@ def _sidecar_process(spec: str, threads: int, *, ready_timeout: float = 300.0) -
     else:
         source = ["--base", spec]
     command = [sys.executable, "-m", "ooo_agent.sidecar.server", *source,
-               "--threads", str(threads), "--port", str(port)]  # fmt: skip
+               "--threads", str(threads), "--port", str(port),
+               "--device", device, "--dtype", _dtype_name(dtype)]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     # A file, not a pipe: the server logs every request, and a full pipe would stall it.
     with tempfile.TemporaryFile(mode="w+") as log:

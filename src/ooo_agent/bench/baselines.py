@@ -106,7 +106,9 @@ class PromptLookupTarget:
             starts.append(_first_position(args, kwargs))
 
         stats = DecodeStats(mode="hf-pld", prompt_tokens=len(prompt), prefill_tokens=len(prompt))
-        input_ids = torch.tensor([prompt], dtype=torch.long)
+        # On the model's device (a GPU when the bench runs there): generate does not move inputs.
+        device = next(iter(self.model.parameters())).device
+        input_ids = torch.tensor([prompt], dtype=torch.long, device=device)
         options: dict[str, Any] = {
             "do_sample": False,
             "max_new_tokens": request.max_new_tokens,

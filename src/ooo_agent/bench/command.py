@@ -6,6 +6,7 @@ report is written) when one does not — speculation must be lossless.
 Example::
 
     ooo-agent bench --categories simple_python --n 20 --sidecar oracle --out bench-out
+    ooo-agent bench --device cuda --dtype float32 --sidecar smollm2-135m-sidecar
     ooo-agent bench engine --help      # the decoding-engine micro-benchmark, when present
 """
 
@@ -42,6 +43,18 @@ def _modes(text: str) -> list[str]:
     return modes
 
 
+DTYPES: tuple[str, ...] = ("auto", "float32", "bfloat16", "float16")
+
+
+def _device(text: str) -> str:
+    """``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (whether CUDA exists is checked at run time)."""
+    name = text.strip().lower()
+    index = name.removeprefix("cuda:")
+    if name in ("auto", "cpu", "cuda") or (name.startswith("cuda:") and index.isdigit()):
+        return name
+    raise argparse.ArgumentTypeError(f"device must be auto, cpu, cuda or cuda:N; got {text!r}")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``bench`` options (and its ``engine`` sub-mode)."""
     add = parser.add_argument
@@ -75,8 +88,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0.0,
         help="oracle sidecar: publish its hint this many seconds after arrival",
     )
-    add("--threads", type=int, default=1, help="torch threads of the target (default 1)")
-    add("--sidecar-threads", type=int, default=1, help="torch threads of the sidecar")
+    add(
+        "--device",
+        type=_device,
+        default="cpu",
+        help="where the target and a local sidecar run: auto | cpu | cuda | cuda:N (default "
+        "cpu; auto: cuda when torch sees a GPU)",
+    )
+    add(
+        "--dtype",
+        choices=DTYPES,
+        default="float32",
+        help="weights' precision of the target and a local sidecar (default float32; auto: "
+        "bfloat16 on a CUDA GPU that supports it, else float32)",
+    )
+    add("--threads", type=int, default=1, help="torch CPU threads of the target (default 1)")
+    add("--sidecar-threads", type=int, default=1, help="torch CPU threads of the sidecar")
     add("--max-new-tokens", type=int, default=256)
     add(
         "--no-prefix-reuse",
@@ -174,14 +201,23 @@ async def _run(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True, soft_wrap=True)
     started = timestamp()
+    device = _loading.resolve_device(args.device)  # before anything slow: no CUDA, no run
+    dtype = _loading.resolve_dtype(args.dtype, device)
     measured, warmups, notes = _load_items(args)
     torch.set_num_threads(args.threads)
-    loaded = _loading.load_target_model(args.target)
+    loaded = _loading.load_target_model(args.target, device=device, dtype=dtype)
     if loaded.note:
         notes.append(loaded.note)
+    target_device, target_dtype = _loading.describe_placement(loaded.model)
+    if target_dtype != "float32":
+        notes.append(
+            f"{target_dtype} weights: a speculative mode verifies several tokens per forward, "
+            "and in reduced precision those logits can differ from one-token forwards in the "
+            "last bits, so an identity mismatch may come from arithmetic, not the method"
+        )
     with _loading.open_sidecar(
         args.sidecar, threads=args.sidecar_threads, process=args.sidecar_process,
-        oracle_delay_s=args.oracle_delay,
+        oracle_delay_s=args.oracle_delay, device=device, dtype=dtype,
     ) as choice:  # fmt: skip
         if choice.note:
             notes.append(choice.note)
@@ -232,13 +268,17 @@ async def _run(args: argparse.Namespace) -> int:
 
             records = await run_requests(schedule, runners, on_record=advance)
     failures = identity_failures(records)
+    gpu = torch.cuda.get_device_name(target_device) if target_device.startswith("cuda") else None
     meta = {
         "title": f"ooo-agent bench · {loaded.name} · {args.data or args.categories} · "
-        f"n={len(measured)} · {'oracle sidecar: upper bound, not a result' if choice.kind == 'oracle' else 'sidecar: ' + choice.label}",
+        f"n={len(measured)} · {target_device} {target_dtype}{f' ({gpu})' if gpu else ''} · "
+        f"{'oracle sidecar: upper bound, not a result' if choice.kind == 'oracle' else 'sidecar: ' + choice.label}",
         "started": started,
         "finished": timestamp(),
         "command": "ooo-agent " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
         "target": loaded.name,
+        "device": target_device,
+        "dtype": target_dtype,
         "format": args.format,
         "sidecar": {"label": choice.label, "kind": choice.kind},
         "modes": modes,
@@ -247,6 +287,10 @@ async def _run(args: argparse.Namespace) -> int:
         "warmup_requests": len(warmups),
         "seed": args.seed,
         "settings": {
+            "device": args.device,
+            "dtype": args.dtype,
+            "sidecar_device": choice.placement[0] if choice.placement else None,
+            "sidecar_dtype": choice.placement[1] if choice.placement else None,
             "target_threads": args.threads,
             "sidecar_threads": args.sidecar_threads,
             "sidecar_process": args.sidecar_process,
@@ -263,6 +307,8 @@ async def _run(args: argparse.Namespace) -> int:
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
             "torch": torch.__version__,
+            "cuda": torch.version.cuda,
+            "gpu": gpu,
             "python": platform.python_version(),
         },
         "notes": [*notes, *([args.note] if args.note else [])],

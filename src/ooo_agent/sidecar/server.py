@@ -179,19 +179,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8001)
     parser.add_argument("--threads", type=int, default=1, help="torch threads for generation")
-    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--device", default="cpu", help="cpu | cuda | cuda:N (default cpu)")
+    parser.add_argument(
+        "--dtype",
+        default=None,
+        choices=("auto", "float32", "bfloat16", "float16"),
+        help="weights' precision (default auto: the loader's choice, float32 on cpu)",
+    )
 
 
 def run_from_args(args: argparse.Namespace) -> int:
     """Load the model named by ``args`` and serve it."""
     from ooo_agent.sidecar.hf import HFSidecar
 
+    dtype = None if args.dtype in (None, "auto") else args.dtype
     if args.preset:
-        sidecar = HFSidecar.from_preset(args.preset, num_threads=args.threads)
+        from ooo_agent.models import load_preset
+
+        model, tokenizer = load_preset(args.preset, device=args.device, dtype=dtype)
+        sidecar = HFSidecar(model.to(args.device), tokenizer, num_threads=args.threads)
     else:
         sidecar = HFSidecar.from_pretrained(
-            args.base, args.adapter, args.subfolder, device=args.device, num_threads=args.threads
-        )
+            args.base, args.adapter, args.subfolder, dtype=dtype, device=args.device,
+            num_threads=args.threads,
+        )  # fmt: skip
     serve(sidecar.generator, host=args.host, port=args.port, model_name=args.served_model_name)
     return 0
 
