@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -122,3 +123,12 @@ class ScriptedLM(torch.nn.Module):
             if choice is not None:
                 out.logits[row, -1, choice] += 1e4
         return out
+
+
+def save_tiny_model(folder: Path, arch: str = "llama") -> Path:
+    """A tiny random model and its tokenizer saved as a loadable model folder."""
+    tokenizer = make_tokenizer()
+    model = make_model(arch, len(tokenizer))
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder

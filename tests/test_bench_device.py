@@ -44,14 +44,10 @@ WEATHER = {
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A tiny Llama folder (target, and sidecar when asked) and a two-item JSONL data set."""
-    from sidecar_tiny import make_model, make_tokenizer
+    from sidecar_tiny import save_tiny_model
 
     root = tmp_path_factory.mktemp("bench-device")
-    tokenizer = make_tokenizer()
-    model = make_model("llama", len(tokenizer))
-    model_dir = root / "tiny-target"
-    model.save_pretrained(model_dir)
-    tokenizer.save_pretrained(model_dir)
+    model_dir = save_tiny_model(root / "tiny-target")
     questions = [("What is the weather in Paris?", "Paris"), ("Weather in Rome?", "Rome")]
     items = [
         {

@@ -67,14 +67,10 @@ def _items() -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    from sidecar_tiny import make_model, make_tokenizer
+    from sidecar_tiny import save_tiny_model
 
     root = tmp_path_factory.mktemp("bench")
-    tokenizer = make_tokenizer()
-    model = make_model("llama", len(tokenizer))
-    model_dir = root / "tiny-target"
-    model.save_pretrained(model_dir)
-    tokenizer.save_pretrained(model_dir)
+    model_dir = save_tiny_model(root / "tiny-target")
     data = root / "items.jsonl"
     data.write_text("".join(json.dumps(item) + "\n" for item in _items()))
     return model_dir, data
