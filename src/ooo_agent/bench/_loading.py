@@ -90,8 +90,9 @@ def resolve_dtype(spec: str, device: str) -> torch.dtype:
     if name not in DTYPE_CHOICES:
         raise ValueError(f"unknown dtype {spec!r}; choose one of {', '.join(DTYPE_CHOICES)}")
     if name == "auto":
-        on_cuda = device.startswith("cuda")
-        return torch.bfloat16 if on_cuda and torch.cuda.is_bf16_supported() else torch.float32
+        from ooo_agent.models.presets import default_dtype
+
+        return default_dtype(device)
     resolved: torch.dtype = getattr(torch, name)
     return resolved
 
@@ -141,17 +142,17 @@ def load_target_model(
 
     if spec == "auto":
         try:
-            model, tokenizer = _on(device, *load_preset(TARGET_PRESET, device=device, dtype=dtype))
+            model, tokenizer = load_preset(TARGET_PRESET, device=device, dtype=dtype)
             return LoadedTarget(model, tokenizer, TARGET_PRESET)
         except ModelNotAvailableError as exc:
-            model, tokenizer = _on(device, *load_preset(BASE_PRESET, device=device, dtype=dtype))
+            model, tokenizer = load_preset(BASE_PRESET, device=device, dtype=dtype)
             note = (
                 f"the {TARGET_PRESET} adapter is not available ({exc}); running the base "
                 f"{BASE_PRESET}, which does not write tool calls: AST accuracy is meaningless"
             )
             return LoadedTarget(model, tokenizer, BASE_PRESET, note)
     if spec in PRESETS:
-        model, tokenizer = _on(device, *load_preset(spec, device=device, dtype=dtype))
+        model, tokenizer = load_preset(spec, device=device, dtype=dtype)
         note = "" if PRESETS[spec].role == "target" else f"{spec} is not a tool-calling target"
         return LoadedTarget(model, tokenizer, spec, note)
     if Path(spec).is_dir():
@@ -164,17 +165,14 @@ def load_target_model(
         except (OSError, ValueError) as exc:
             raise ModelNotAvailableError(f"cannot load target folder {spec!r}: {exc}") from exc
         model.eval()  # type: ignore[no-untyped-call]
-        return LoadedTarget(*_on(device, model, tokenizer), Path(spec).name)
+        # A move only: a cast would also round buffers kept in float32 on purpose (rotary
+        # frequencies), so the dtype is chosen at load time.
+        placed: Any = model
+        return LoadedTarget(placed.to(device), tokenizer, Path(spec).name)
     known = ", ".join(sorted(PRESETS))
     raise ModelNotAvailableError(
         f"--target {spec!r} is neither a preset ({known}), 'auto', nor a model folder"
     )
-
-
-def _on(device: str, model: Any, tokenizer: Any) -> tuple[Any, Any]:
-    """``(model on device, tokenizer)``; a move only: a cast would also round buffers kept in
-    float32 on purpose (rotary frequencies), so the dtype is chosen at load time."""
-    return model.to(device), tokenizer
 
 
 def _sidecar_available(name: str) -> bool:
@@ -255,7 +253,7 @@ def open_sidecar(
     if spec in PRESETS:
         from ooo_agent.models import load_preset
 
-        model, tokenizer = _on(device, *load_preset(spec, device=device, dtype=dtype))
+        model, tokenizer = load_preset(spec, device=device, dtype=dtype)
         local = HFSidecar(model, tokenizer, num_threads=threads)
     elif adapter_base is not None:
         from ooo_agent.models.presets import attach_adapter, load_base

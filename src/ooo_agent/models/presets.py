@@ -171,7 +171,8 @@ def attach_adapter(
     return result
 
 
-def _default_dtype(device: str | None) -> torch.dtype:
+def default_dtype(device: str | None) -> torch.dtype:
+    """bfloat16 on a CUDA device that supports it, else float32."""
     import torch
 
     on_gpu = (device or "").startswith("cuda") or (device is None and torch.cuda.is_available())
@@ -195,7 +196,7 @@ def load_base(
     else:
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        resolved = _as_dtype(dtype, _default_dtype(device))
+        resolved = _as_dtype(dtype, default_dtype(device))
         try:
             tokenizer = AutoTokenizer.from_pretrained(base)
             model = AutoModelForCausalLM.from_pretrained(base, dtype=resolved)
