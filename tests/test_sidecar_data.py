@@ -123,6 +123,49 @@ def test_training_prompts_are_the_prompts_the_wave_asks() -> None:
     assert rows[-1]["completion"] == '"CET"<|im_end|>'
 
 
+def _index_rows(rows: list[dict[str, str]]) -> list[tuple[list[str], str]]:
+    """(listed tool names, answer) of each function-index row."""
+    out = []
+    for row in rows:
+        if "Which tool should be called?" not in row["prompt"]:
+            continue
+        listing = row["prompt"].split("Available tools:\n")[1].split("\n\n")[0]
+        names = [line.split("] ")[1].split("(")[0] for line in listing.splitlines()]
+        out.append((names, row["completion"].removesuffix("<|im_end|>")))
+    return out
+
+
+def test_index_permutations_list_the_tools_in_other_orders() -> None:
+    tools = [*TOOLS, _tool("get_news", {"topic": {"type": "string"}})]
+    item = LabelledRequest(_request(0, tools=tools), ("get_time", {"zone": "CET"}))
+    counts = RowCounts()
+    rows = sidecar_rows([item], ChatMLTokenizer(), index_permutations=4, seed=3, counts=counts)
+    index_rows = _index_rows(rows)
+    assert len(index_rows) == 5 and counts.by_kind["function_index_permuted"] == 4
+    orders = [tuple(names) for names, _ in index_rows]
+    assert len(set(orders)) == 5  # distinct orders, the request's own among them once
+    assert orders.count(("get_weather", "get_time", "get_news")) == 1
+    for names, answer in index_rows:
+        assert sorted(names) == ["get_news", "get_time", "get_weather"]
+        assert names[int(answer)] == "get_time"  # the answer follows the called tool
+    # The other rows are untouched: same as without permutations.
+    plain = sidecar_rows([item], ChatMLTokenizer(), seed=3)
+    assert [r for r in rows if "Which tool" not in r["prompt"]] == [
+        r for r in plain if "Which tool" not in r["prompt"]
+    ]
+
+
+def test_index_permutations_stop_at_the_orders_that_exist() -> None:
+    two = LabelledRequest(_request(0), ("get_weather", {"city": "Paris"}))
+    rows = sidecar_rows([two], ChatMLTokenizer(), index_permutations=5)
+    assert _index_rows(rows) == [
+        (["get_time", "get_weather"], "1"),
+        (["get_weather", "get_time"], "0"),
+    ]
+    one = LabelledRequest(_request(0, tools=TOOLS[:1]), ("get_weather", {"city": "Paris"}))
+    assert _index_rows(sidecar_rows([one], ChatMLTokenizer(), index_permutations=5)) == []
+
+
 def test_null_rows_of_other_tools_are_subsampled_and_counted() -> None:
     items = [_labelled(i, ("get_time", {"zone": "UTC"})) for i in range(200)]
     counts = RowCounts()

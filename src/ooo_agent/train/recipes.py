@@ -93,7 +93,9 @@ def describe_sidecar_data(stats: Mapping[str, Any]) -> str:
         "decontaminated against every BFCL evaluation function name), labelled with the "
         "embedded target's own first valid call (strict validation), not the gold answer. "
         f"Rows by kind: {json.dumps(stats.get('rows_by_kind', {}))}; null rows of tools the "
-        f"target did not call kept with probability {stats.get('other_null_fraction')}. "
+        f"target did not call kept with probability {stats.get('other_null_fraction')}; "
+        f"{stats.get('index_permutations', 0)} extra function-index row(s) per multi-tool "
+        "request with the tools listed in another order. "
         f"Target label equals gold on {agreement.get('exact')} of training requests "
         f"(same function: {agreement.get('name')})."
     )

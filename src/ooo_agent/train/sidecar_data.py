@@ -107,6 +107,7 @@ def sidecar_rows(
     template: PromptTemplate | None = None,
     counts: RowCounts | None = None,
     single_tool_index: bool = False,
+    index_permutations: int = 0,
 ) -> list[dict[str, str]]:
     """``{"prompt", "completion"}`` rows for the trainer from labelled requests.
 
@@ -118,11 +119,18 @@ def sidecar_rows(
     by ``end_of_turn``. Requests without a label are skipped. Rows of tools other than the
     labelled one (all ``null``) are kept with probability ``other_null_fraction`` (seeded);
     every other row is kept. ``counts`` (if given) is filled with what was written.
+
+    ``index_permutations``: for a request offering several tools, up to that many extra
+    function-index rows listing the same tools in other orders (seeded, distinct, none equal to
+    the request's own order), each answered with the called tool's new index. The wave asks the
+    row in whatever order the request lists its tools; without these rows a small sidecar
+    learns the position (``0`` is the most frequent answer) rather than the tool.
     """
     if not 0.0 <= other_null_fraction <= 1.0:
         raise ValueError(f"other_null_fraction must be in [0, 1], not {other_null_fraction!r}")
     render = template or template_from_tokenizer(tokenizer)
     rng = random.Random(seed)
+    orders_rng = random.Random(f"tool-orders-{seed}")  # own stream: other rows stay the same
     tally = counts if counts is not None else RowCounts()
     rows: list[dict[str, str]] = []
     for item in labelled:
@@ -130,6 +138,14 @@ def sidecar_rows(
             continue
         names = item.request.tool_names
         selected = names.index(item.call[0]) if item.call[0] in names else None
+        if selected is not None and len(names) > 1:
+            for tools in _tool_orders(item.request.tools, index_permutations, orders_rng):
+                for row, answer in label_rows(item.request.messages, tools, item.call):
+                    if row.kind == "function_index":
+                        tally.by_kind["function_index_permuted"] += 1
+                        rows.append(
+                            {"prompt": render(row.messages), "completion": answer + end_of_turn}
+                        )
         for row, answer in label_rows(item.request.messages, item.request.tools, item.call):
             if row.kind == "direct_call" and not direct_call:
                 continue
@@ -145,6 +161,26 @@ def sidecar_rows(
             tally.by_kind[row.kind] += 1
             rows.append({"prompt": render(row.messages), "completion": answer + end_of_turn})
     return rows
+
+
+def _tool_orders(
+    tools: Sequence[Mapping[str, Any]], count: int, rng: random.Random
+) -> list[list[Mapping[str, Any]]]:
+    """Up to ``count`` distinct reorderings of ``tools``, none the original order."""
+    if count <= 0:
+        return []
+    seen = {tuple(range(len(tools)))}
+    orders: list[list[Mapping[str, Any]]] = []
+    for _ in range(count * 10):  # few tools have few orders: stop trying after a while
+        order = list(range(len(tools)))
+        rng.shuffle(order)
+        if tuple(order) in seen:
+            continue
+        seen.add(tuple(order))
+        orders.append([tools[i] for i in order])
+        if len(orders) == count:
+            break
+    return orders
 
 
 # -- the data set ----------------------------------------------------------------------------
@@ -184,6 +220,7 @@ def build_sidecar_data(
     other_null_fraction: float = 0.25,
     token_budget: int | None = None,
     seed: int = 0,
+    index_permutations: int = 0,
 ) -> dict[str, Any]:
     """Write the sidecar's rows and labelled requests to ``out_dir``; returns the stats.
 
@@ -208,6 +245,7 @@ def build_sidecar_data(
             other_null_fraction=other_null_fraction,
             seed=seed + index,
             counts=item_counts,
+            index_permutations=index_permutations,
         )
         cost = sum(_token_count(tokenizer, r["prompt"] + r["completion"]) for r in rows)
         if token_budget is not None and total_tokens + cost > token_budget:
@@ -243,6 +281,7 @@ def build_sidecar_data(
         "skipped_other_null_rows": counts.skipped_other_null,
         "skipped_single_tool_index_rows": counts.skipped_single_tool_index,
         "other_null_fraction": other_null_fraction,
+        "index_permutations": index_permutations,
         "train_tokens": total_tokens,
         "target_vs_gold": {
             "train": gold_agreement(used),
@@ -325,6 +364,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-new-tokens", type=int, default=192)
     parser.add_argument("--other-null-fraction", type=float, default=0.25)
     parser.add_argument("--token-budget", type=int, default=None, help="training tokens at most")
+    parser.add_argument(
+        "--index-permutations",
+        type=int,
+        default=2,
+        help="extra function-index rows per multi-tool request, tools reordered (default 2)",
+    )
     parser.add_argument("--lenient", action="store_true", help="accept calls needing type fixes")
     parser.add_argument(
         "--no-decontaminate", action="store_true", help="skip the BFCL evaluation-name filter"
@@ -376,6 +421,7 @@ def _run(args: argparse.Namespace) -> int:
         other_null_fraction=args.other_null_fraction,
         token_budget=args.token_budget,
         seed=args.seed,
+        index_permutations=args.index_permutations,
     )
     print(json.dumps(stats, indent=2))
     return 0
