@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 import warnings
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -482,3 +483,57 @@ async def test_server_without_server_tools_is_unchanged() -> None:
     message = (await ask(client)).choices[0].message
     assert message.tool_calls and STARTS == []
     assert "ooo_tool_results" not in (message.model_extra or {})
+
+
+SERVE_TOOLS_MODULE = '''
+from ooo_agent.tools import tool
+
+
+@tool(read_only=True)
+async def get_weather(city: str) -> str:
+    """Current weather in a city.
+
+    Args:
+        city: City name.
+    """
+    return f"sunny in {city}"
+'''
+
+
+@needs_server
+async def test_serve_command_preexecutes_its_server_tools(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ooo-agent serve --server-tools MODULE:ATTR`` end to end: the embedded target's default
+    sidecar (a fake here) predicts the call, the module's read-only tool runs early, and the
+    result the target confirms comes back in ``ooo_tool_results``."""
+    from ooo_agent.cli import build_parser
+    from ooo_agent.integrations import _serve
+
+    (tmp_path / "serve_e2e_tools.py").write_text(SERVE_TOOLS_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delenv(_serve.API_KEY_ENV, raising=False)
+    target = SlowTarget([call_text("get_weather", city="Paris")])
+    sidecars: list[str] = []
+
+    def load_sidecar(name: str) -> FixedSidecar:
+        sidecars.append(name)
+        return FixedSidecar("get_weather", {"city": "Paris"})
+
+    monkeypatch.setattr(_serve, "load_preset_target", lambda name: target)
+    monkeypatch.setattr(_serve, "load_preset_sidecar", load_sidecar)
+    argv = ["serve", "--model-name", MODEL, "--server-tools", "serve_e2e_tools:get_weather"]
+    built = _serve.build_app(build_parser().parse_args(argv))
+    assert sidecars == ["smollm2-135m-sidecar"]
+
+    http = httpx.AsyncClient(transport=httpx.ASGITransport(app=built.app), base_url="http://server")
+    client = openai.AsyncOpenAI(
+        base_url="http://server/v1", api_key="x", http_client=http, max_retries=0
+    )
+    completion = await ask(client, tools=built.server_tools.to_openai())
+    message = completion.choices[0].message
+    (tool_call,) = message.tool_calls
+    assert (message.model_extra or {})["ooo_tool_results"] == [
+        {"tool_call_id": tool_call.id, "content": "sunny in Paris"}
+    ]
+    assert (completion.model_extra or {})["ooo"]["stats"]["speculation"]["used"] == 1

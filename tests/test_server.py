@@ -387,26 +387,3 @@ def test_failing_target_gets_502_without_a_traceback() -> None:
     error = response.json()["error"]
     assert error["type"] == "server_error" and "upstream refused" in error["message"]
     assert "Traceback" not in response.text
-
-
-def test_serve_command_refuses_bad_replay_files(tmp_path: Any) -> None:
-    from ooo_agent.cli import main
-
-    missing = tmp_path / "missing.json"
-    not_a_list = tmp_path / "dict.json"
-    not_a_list.write_text('{"a": 1}')
-    for path, message in [(missing, "cannot read"), (not_a_list, "non-empty JSON list")]:
-        with pytest.raises(SystemExit, match=message):
-            main(["serve", "--replay", str(path)])
-
-
-def test_serve_command_without_model_or_fallback_fails_clearly(monkeypatch: Any) -> None:
-    from ooo_agent.errors import ModelNotAvailableError
-    from ooo_agent.integrations import _serve
-
-    def unavailable(name: str) -> Any:
-        raise ModelNotAvailableError(f"preset {name} needs an adapter")
-
-    monkeypatch.setattr(_serve, "load_preset_target", unavailable)
-    with pytest.raises(SystemExit, match=r"cannot load preset 'smollm2-135m-toolcall'.*adapter"):
-        _serve.main([])

@@ -156,7 +156,8 @@ def _add_serve_parser(subparsers: Subparsers) -> None:
         "serve",
         help="serve a model over OpenAI-compatible /v1/chat/completions",
         description="Serve the embedded model (or recorded outputs) as an OpenAI-compatible "
-        "chat-completions server with validated tool calls; clients run the tools.",
+        "chat-completions server with validated tool calls; clients run the tools, except "
+        "read-only --server-tools the server may pre-execute on its sidecar's prediction.",
     )
     add_serve_arguments(parser)
     parser.set_defaults(handler=_cmd_serve)

@@ -1,7 +1,11 @@
-"""``ooo-agent serve``: arguments, target choice and startup of the OpenAI-compatible server.
+"""``ooo-agent serve``: arguments, target and sidecar choice, and startup of the server.
 
 ``cli.py`` registers :func:`add_serve_arguments` and calls :func:`run_serve`; the module also
-runs alone (``python -m ooo_agent.integrations._serve``).
+runs alone (``python -m ooo_agent.integrations._serve``). :func:`build_app` does everything but
+serving (target, sidecar, server tools, caller, app), so it can be checked without a socket.
+
+Every startup problem (a replay file, a model, a sidecar or server tools that cannot be
+loaded, a mode the pair cannot run) is one ``error: ...`` line on stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -11,19 +15,62 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ooo_agent.targets.base import Target
+from ooo_agent.errors import OooAgentError
 
-__all__ = ["add_serve_arguments", "load_preset_target", "load_replay_outputs", "main", "run_serve"]
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from ooo_agent.caller import FastToolCaller
+    from ooo_agent.sidecar.base import Sidecar
+    from ooo_agent.targets.base import Target
+    from ooo_agent.tools import Toolset
+
+__all__ = [
+    "PRESET_SIDECARS",
+    "ServeApp",
+    "StartupError",
+    "add_serve_arguments",
+    "build_app",
+    "load_preset_sidecar",
+    "load_preset_target",
+    "load_replay_outputs",
+    "main",
+    "run_serve",
+]
 
 DEFAULT_PRESET = "smollm2-135m-toolcall"
 API_KEY_ENV = "OOO_AGENT_API_KEY"
+PRESET_SIDECARS = {"smollm2-135m-toolcall": "smollm2-135m-sidecar"}
+"""The sidecar preset used by default with a target preset (``--sidecar`` not given)."""
+
+
+class StartupError(Exception):
+    """A reason the server cannot start, reported as one line with exit status 2."""
+
+
+@dataclass(frozen=True)
+class ServeApp:
+    """What :func:`run_serve` serves, and what it says before serving."""
+
+    app: FastAPI
+    caller: FastToolCaller
+    server_tools: Toolset
+    """Every tool given with ``--server-tools`` (only the read-only ones are ever run)."""
+    line: str
+    """The startup line on stdout (scripts wait for it)."""
+    notes: tuple[str, ...]
+    """Warnings for stderr: server tools that will never run, a default sidecar left out."""
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``serve`` command's options."""
-    parser.add_argument("--preset", default=DEFAULT_PRESET, help="embedded model preset (default: %(default)s)")
+    parser.add_argument(
+        "--preset", default=DEFAULT_PRESET, help="embedded model preset (default: %(default)s)"
+    )
     parser.add_argument(
         "--replay",
         type=Path,
@@ -36,9 +83,43 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="like --replay, but only when the preset cannot be loaded",
     )
-    parser.add_argument("--format", default="hermes", help="call format of replayed outputs (default: %(default)s)")
-    parser.add_argument("--model-name", help="model id clients send (default: the preset, or 'replay')")
-    parser.add_argument("--mode", choices=["vanilla", "toolspec", "ooo"], help="decoding mode (default: fastest)")
+    parser.add_argument(
+        "--format", default="hermes", help="call format of replayed outputs (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--model-name", help="model id clients send (default: the preset, or 'replay')"
+    )
+    parser.add_argument(
+        "--mode",
+        choices=["vanilla", "toolspec", "ooo"],
+        help="decoding mode (default: ooo with a sidecar, else toolspec, if the target has it)",
+    )
+    parser.add_argument(
+        "--sidecar",
+        metavar="SPEC",
+        help="'none', a sidecar preset, or the http(s):// URL of an OpenAI-compatible completions "
+        "server (default: the preset's own sidecar, smollm2-135m-sidecar for smollm2-135m-toolcall; "
+        "none with --replay or when that sidecar cannot be loaded)",
+    )
+    parser.add_argument(
+        "--sidecar-model",
+        default="sidecar",
+        help="model name a URL sidecar serves (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--server-tools",
+        action="append",
+        default=[],
+        metavar="MODULE:ATTR",
+        help="a Tool, Toolset or list of tools the server may pre-execute (read-only ones, when "
+        "the client offers the same schema); repeatable",
+    )
+    parser.add_argument(
+        "--no-preexecute",
+        dest="preexecute",
+        action="store_false",
+        help="never start tools on the sidecar's prediction",
+    )
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default: loopback only)")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument(
@@ -48,7 +129,10 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--max-body-bytes", type=int, default=1 << 20)
     parser.add_argument(
-        "--max-concurrency", type=int, default=1, help="turns generated at once (1 for an in-process model)"
+        "--max-concurrency",
+        type=int,
+        default=1,
+        help="turns generated at once (1 for an in-process model)",
     )
     parser.add_argument("--max-new-tokens", type=int, default=256)
     parser.add_argument("--log-level", default="warning")
@@ -59,9 +143,9 @@ def load_replay_outputs(path: Path) -> list[str]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        raise SystemExit(f"error: cannot read replay file {path}: {exc}") from None
+        raise StartupError(f"cannot read replay file {path}: {_one_line(exc)}") from None
     if not isinstance(data, list) or not data or not all(isinstance(x, str) for x in data):
-        raise SystemExit(f"error: replay file {path} must hold a non-empty JSON list of strings")
+        raise StartupError(f"replay file {path} must hold a non-empty JSON list of strings")
     return data
 
 
@@ -79,49 +163,182 @@ def load_preset_target(name: str) -> Target:
     return target
 
 
-def _target(args: argparse.Namespace) -> tuple[Target, str, str]:
-    from ooo_agent.targets.replay import ReplayTarget
+def load_preset_sidecar(name: str) -> Sidecar:
+    """``HFSidecar.from_preset(name)``: the preset's model in process (needs the ``hf`` extra)."""
+    from ooo_agent.sidecar.hf import HFSidecar
 
-    if args.replay is not None:
-        outputs = load_replay_outputs(args.replay)
-        return ReplayTarget(outputs, format=args.format, cycle=True), "replay", "recorded outputs"
+    sidecar: Sidecar = HFSidecar.from_preset(name)
+    return sidecar
+
+
+def build_app(args: argparse.Namespace) -> ServeApp:
+    """The target, sidecar, server tools, caller and app that ``args`` ask for.
+
+    Raises :class:`StartupError` for anything that keeps the server from starting.
+    """
     try:
-        return load_preset_target(args.preset), args.preset, f"embedded model {args.preset}"
-    except Exception as exc:  # missing extra, adapter or model file
-        if args.fallback_replay is None:
-            raise SystemExit(f"error: cannot load preset {args.preset!r}: {exc}") from None
-        outputs = load_replay_outputs(args.fallback_replay)
-        reason = f"recorded outputs (preset {args.preset!r} unavailable: {type(exc).__name__}: {exc})"
-        return ReplayTarget(outputs, format=args.format, cycle=True), "replay", reason
+        from ooo_agent.integrations.server import _runnable_tools, create_app
+    except ImportError as exc:
+        raise StartupError(
+            f"the server needs the 'server' extra (pip install 'ooo-agent[server]'): {exc}"
+        ) from None
+    from ooo_agent.caller import FastToolCaller
+
+    notes: list[str] = []
+    server_tools = _server_tools(args.server_tools)  # fast: fail before loading any model
+    target, default_name, description, from_preset = _target(args)
+    sidecar, sidecar_label = _sidecar(args, from_preset, notes)
+    model_name = args.model_name or default_name
+    try:
+        caller = FastToolCaller(
+            target,
+            sidecar,
+            mode=args.mode,
+            max_new_tokens=args.max_new_tokens,
+            preexecute=args.preexecute,
+        )
+        app = create_app(
+            caller,
+            model_name=model_name,
+            api_key=args.api_key,
+            max_body_bytes=args.max_body_bytes,
+            max_concurrency=args.max_concurrency,
+            server_tools=server_tools,
+        )
+    except ValueError as exc:  # e.g. a mode the target (or the missing sidecar) cannot run
+        raise StartupError(f"cannot serve with these settings: {_one_line(exc)}") from None
+
+    runnable = _runnable_tools(server_tools)
+    details = [
+        "bearer token required" if args.api_key else "no auth",
+        f"mode {caller.mode}",
+        f"sidecar {sidecar_label}",
+    ]
+    if not args.preexecute:
+        details.append("pre-execution off")
+    if len(server_tools):
+        details.append(f"server tools: {', '.join(runnable) or 'none runnable'}")
+        notes.extend(
+            f"server tool {t.name!r} is not read_only (or has no function): it is never run"
+            for t in server_tools
+            if t.name not in runnable
+        )
+        if runnable and sidecar is None:
+            notes.append("--server-tools without a sidecar: nothing is pre-executed")
+        elif runnable and not args.preexecute:
+            notes.append("--server-tools with --no-preexecute: nothing is pre-executed")
+    line = (
+        f"serving {model_name!r} ({description}) on http://{args.host}:{args.port}/v1 "
+        f"[{'; '.join(details)}]"
+    )
+    return ServeApp(app, caller, server_tools, line, tuple(notes))
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    """Build the target, caller and app from ``args`` and serve until interrupted."""
+    """Build the app from ``args`` and serve until interrupted; 2 when it cannot start."""
     try:
-        from ooo_agent.integrations.server import create_app, serve
-    except ImportError as exc:
-        print(f"error: the server needs the 'server' extra (pip install 'ooo-agent[server]'): {exc}", file=sys.stderr)
+        built = build_app(args)
+    except StartupError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 2
-    from ooo_agent.caller import FastToolCaller
+    from ooo_agent.integrations.server import serve
 
-    target, default_name, description = _target(args)
-    caller = FastToolCaller(target, mode=args.mode, max_new_tokens=args.max_new_tokens)
-    model_name = args.model_name or default_name
-    app = create_app(
-        caller,
-        model_name=model_name,
-        api_key=args.api_key,
-        max_body_bytes=args.max_body_bytes,
-        max_concurrency=args.max_concurrency,
-    )
-    auth = "bearer token required" if args.api_key else "no auth"
+    for note in built.notes:
+        print(f"note: {note}", file=sys.stderr)
     # One line, flushed, before the server blocks: scripts wait for it.
-    print(
-        f"serving {model_name!r} ({description}) on http://{args.host}:{args.port}/v1 [{auth}]",
-        flush=True,
-    )
-    serve(app, host=args.host, port=args.port, log_level=args.log_level)
+    print(built.line, flush=True)
+    serve(built.app, host=args.host, port=args.port, log_level=args.log_level)
     return 0
+
+
+def _target(args: argparse.Namespace) -> tuple[Target, str, str, bool]:
+    """The target, its default model name, its description, and whether it is the preset."""
+    from ooo_agent.targets.replay import ReplayTarget
+
+    if args.replay is not None:
+        replay = ReplayTarget(load_replay_outputs(args.replay), format=args.format, cycle=True)
+        return replay, "replay", "recorded outputs", False
+    try:
+        return load_preset_target(args.preset), args.preset, f"embedded model {args.preset}", True
+    except Exception as exc:  # missing extra, adapter or model file
+        if args.fallback_replay is None:
+            raise StartupError(f"cannot load preset {args.preset!r}: {_one_line(exc)}") from None
+        replay = ReplayTarget(
+            load_replay_outputs(args.fallback_replay), format=args.format, cycle=True
+        )
+        why = f"{type(exc).__name__}: {_one_line(exc)}"
+        return (
+            replay,
+            "replay",
+            f"recorded outputs (preset {args.preset!r} unavailable: {why})",
+            False,
+        )
+
+
+def _sidecar(
+    args: argparse.Namespace, from_preset: bool, notes: list[str]
+) -> tuple[Sidecar | None, str]:
+    """The sidecar ``--sidecar`` names (or the preset's default one) and how to describe it.
+
+    An explicit sidecar that cannot be had is a :class:`StartupError`; the default one is left
+    out with a note, so ``ooo-agent serve`` keeps working where only the target is installed.
+    """
+    spec: str | None = args.sidecar
+    if spec is None:
+        default = PRESET_SIDECARS.get(args.preset) if from_preset else None
+        if default is None:
+            return None, "none"
+        try:
+            return load_preset_sidecar(default), default
+        except Exception as exc:  # missing extra or adapter: serve without it
+            notes.append(
+                f"default sidecar {default!r} unavailable ({type(exc).__name__}: {_one_line(exc)}); "
+                "serving without a sidecar"
+            )
+            return None, "none"
+    if spec.lower() == "none":
+        return None, "none"
+    if spec.startswith(("http://", "https://")):
+        from ooo_agent.sidecar.openai import OpenAISidecar
+
+        label = f"{spec} (model {args.sidecar_model!r})"
+        return OpenAISidecar(spec, model=args.sidecar_model), label
+    from ooo_agent.models import get_preset
+
+    try:
+        preset = get_preset(spec)
+    except OooAgentError as exc:
+        raise StartupError(f"--sidecar {spec!r}: {exc}") from None
+    if preset.role != "sidecar":
+        raise StartupError(f"--sidecar {spec!r}: preset is a {preset.role} model, not a sidecar")
+    try:
+        return load_preset_sidecar(spec), spec
+    except Exception as exc:  # missing extra, adapter or model file
+        raise StartupError(
+            f"cannot load sidecar {spec!r}: {type(exc).__name__}: {_one_line(exc)}"
+        ) from None
+
+
+def _server_tools(specs: Sequence[str]) -> Toolset:
+    """The tools named by ``--server-tools`` specs, in one toolset (names must not repeat)."""
+    from ooo_agent.cli import CliError, load_object
+    from ooo_agent.tools import Tool, Toolset
+
+    tools: list[Tool] = []
+    for spec in specs:
+        try:
+            # create_app's own normalisation: a Toolset, a Tool, or an iterable of tools.
+            tools.extend(Toolset.coerce(load_object(spec)))
+        except (CliError, OooAgentError, TypeError, ValueError) as exc:
+            raise StartupError(f"--server-tools {spec!r}: {_one_line(exc)}") from None
+    try:
+        return Toolset(tools)
+    except OooAgentError as exc:
+        raise StartupError(f"--server-tools: {exc}") from None
+
+
+def _one_line(exc: BaseException | str) -> str:
+    return " ".join(str(exc).split())
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,318 @@
+"""``ooo-agent serve``'s options: the target, sidecar, server tools and caller that
+:func:`build_app` builds, and the one-line startup errors (exit status 2). No model is loaded:
+the preset loaders are replaced by fakes and the target replays recorded outputs."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("fastapi")
+
+from ooo_agent import Hint, HintBox, SidecarRequest
+from ooo_agent.cli import build_parser, main
+from ooo_agent.errors import ModelNotAvailableError
+from ooo_agent.integrations import _serve
+from ooo_agent.sidecar import OpenAISidecar
+from ooo_agent.targets.replay import ReplayTarget
+
+TOOLS_MODULE = textwrap.dedent(
+    '''
+    from ooo_agent.tools import Toolset, tool
+
+    @tool(read_only=True)
+    def get_weather(city: str) -> str:
+        """Current weather in a city.
+
+        Args:
+            city: City name.
+        """
+        return f"sunny in {city}"
+
+    @tool
+    def book_table(city: str) -> str:
+        """Book a table (has side effects).
+
+        Args:
+            city: City name.
+        """
+        return "booked"
+
+    as_list = [get_weather, book_table]
+    toolset = Toolset([get_weather, book_table])
+    not_tools = 42
+    '''
+)
+
+
+class NullSidecar:
+    """A sidecar that predicts nothing (these tests only check which one is wired in)."""
+
+    async def wave(self, request: SidecarRequest, box: HintBox) -> Hint:
+        box.finish()
+        return Hint(None, {}, True)
+
+
+@pytest.fixture(autouse=True)
+def _no_env_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(_serve.API_KEY_ENV, raising=False)
+
+
+@pytest.fixture
+def replay(tmp_path: Path) -> Path:
+    path = tmp_path / "recorded.json"
+    path.write_text(json.dumps(["It is sunny."]))
+    return path
+
+
+@pytest.fixture
+def tools_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / "serve_cli_tools.py").write_text(TOOLS_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "serve_cli_tools"
+
+
+@pytest.fixture
+def loaded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The preset target replays; preset sidecars are fakes; returns the sidecars loaded."""
+    names: list[str] = []
+
+    def load_sidecar(name: str) -> NullSidecar:
+        names.append(name)
+        return NullSidecar()
+
+    monkeypatch.setattr(_serve, "load_preset_target", lambda name: ReplayTarget(["hi"]))
+    monkeypatch.setattr(_serve, "load_preset_sidecar", load_sidecar)
+    return names
+
+
+def parse(*argv: str) -> argparse.Namespace:
+    return build_parser().parse_args(["serve", *argv])
+
+
+def startup_error(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    """The one stderr line of a ``serve`` that must not start (exit status 2)."""
+    assert main(["serve", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err
+    return err
+
+
+def test_options_parse() -> None:
+    args = parse()
+    assert (args.sidecar, args.sidecar_model, args.server_tools, args.preexecute) == (
+        None,
+        "sidecar",
+        [],
+        True,
+    )
+    args = parse(
+        "--sidecar", "none", "--sidecar-model", "lora", "--no-preexecute",
+        "--server-tools", "a:b", "--server-tools", "c:d",
+    )  # fmt: skip
+    assert (args.sidecar, args.sidecar_model, args.server_tools, args.preexecute) == (
+        "none",
+        "lora",
+        ["a:b", "c:d"],
+        False,
+    )
+
+
+def test_replay_has_no_sidecar_unless_asked(replay: Path, loaded: list[str]) -> None:
+    built = _serve.build_app(parse("--replay", str(replay)))
+    assert built.caller.sidecar is None and built.caller.preexecute
+    assert isinstance(built.caller.target, ReplayTarget) and loaded == []
+    assert built.line.startswith("serving 'replay' (recorded outputs) on http://127.0.0.1:8000/v1")
+    assert "sidecar none" in built.line and built.notes == ()
+
+    built = _serve.build_app(parse("--replay", str(replay), "--sidecar", "smollm2-135m-sidecar"))
+    assert isinstance(built.caller.sidecar, NullSidecar) and loaded == ["smollm2-135m-sidecar"]
+    assert "sidecar smollm2-135m-sidecar" in built.line
+
+
+def test_the_embedded_target_gets_its_sidecar_by_default(loaded: list[str]) -> None:
+    built = _serve.build_app(parse())
+    assert isinstance(built.caller.sidecar, NullSidecar)
+    assert loaded == ["smollm2-135m-sidecar"]
+    assert "(embedded model smollm2-135m-toolcall)" in built.line
+    assert "sidecar smollm2-135m-sidecar" in built.line
+
+
+def test_sidecar_none_switches_the_default_off(loaded: list[str]) -> None:
+    built = _serve.build_app(parse("--sidecar", "none"))
+    assert built.caller.sidecar is None and loaded == []
+    assert "sidecar none" in built.line
+
+
+def test_an_unavailable_default_sidecar_is_left_out_with_a_note(
+    monkeypatch: pytest.MonkeyPatch, loaded: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    def unavailable(name: str) -> Any:
+        raise ModelNotAvailableError(f"{name}: adapter not trained")
+
+    monkeypatch.setattr(_serve, "load_preset_sidecar", unavailable)
+    monkeypatch.setattr("ooo_agent.integrations.server.serve", lambda app, **kwargs: None)
+    assert main(["serve"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("serving 'smollm2-135m-toolcall'") and "sidecar none" in out
+    assert err.startswith("note: default sidecar 'smollm2-135m-sidecar' unavailable")
+    assert "adapter not trained" in err
+
+
+def test_an_explicit_sidecar_that_cannot_load_is_a_startup_error(
+    monkeypatch: pytest.MonkeyPatch,
+    replay: Path,
+    loaded: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    def unavailable(name: str) -> Any:
+        raise ModelNotAvailableError("the 'hf' extra is\nnot installed")
+
+    monkeypatch.setattr(_serve, "load_preset_sidecar", unavailable)
+    err = startup_error(capsys, "--replay", str(replay), "--sidecar", "smollm2-135m-sidecar")
+    assert "cannot load sidecar 'smollm2-135m-sidecar'" in err and "extra is not installed" in err
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("no-such-sidecar", "unknown model preset 'no-such-sidecar'"),
+        ("smollm2-135m-toolcall", "preset is a target model, not a sidecar"),
+    ],
+)
+def test_a_sidecar_spec_that_is_no_sidecar_preset_is_refused(
+    spec: str, message: str, replay: Path, loaded: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = startup_error(capsys, "--replay", str(replay), "--sidecar", spec)
+    assert f"--sidecar {spec!r}" in err and message in err and loaded == []
+
+
+def test_a_url_sidecar_is_an_openai_sidecar(replay: Path) -> None:
+    args = parse("--replay", str(replay), "--sidecar", "http://127.0.0.1:8001/v1")
+    sidecar = _serve.build_app(args).caller.sidecar
+    assert isinstance(sidecar, OpenAISidecar)
+    assert (sidecar.url, sidecar.model) == ("http://127.0.0.1:8001/v1/completions", "sidecar")
+
+    args = parse(
+        "--replay", str(replay), "--sidecar", "https://gpu:9000", "--sidecar-model", "lora"
+    )
+    built = _serve.build_app(args)
+    assert isinstance(built.caller.sidecar, OpenAISidecar)
+    assert (built.caller.sidecar.url, built.caller.sidecar.model) == (
+        "https://gpu:9000/v1/completions",
+        "lora",
+    )
+    assert "sidecar https://gpu:9000 (model 'lora')" in built.line
+
+
+def test_no_preexecute_reaches_the_caller(loaded: list[str]) -> None:
+    built = _serve.build_app(parse("--no-preexecute"))
+    assert built.caller.sidecar is not None and built.caller.preexecute is False
+    assert "pre-execution off" in built.line
+
+
+def test_a_mode_the_pair_cannot_run_is_a_startup_error(
+    replay: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = startup_error(capsys, "--replay", str(replay), "--mode", "ooo")
+    assert "cannot serve with these settings" in err and "'ooo'" in err
+
+
+@pytest.mark.parametrize("attr", ["get_weather", "as_list", "toolset"])
+def test_server_tools_from_a_module(tools_module: str, attr: str, replay: Path) -> None:
+    args = parse(
+        "--replay", str(replay), "--sidecar", "http://127.0.0.1:8001",
+        "--server-tools", f"{tools_module}:{attr}",
+    )  # fmt: skip
+    built = _serve.build_app(args)
+    expected = ["get_weather"] if attr == "get_weather" else ["get_weather", "book_table"]
+    assert list(built.server_tools.names) == expected
+    assert built.line.endswith("; server tools: get_weather]")
+    never_run = [n for n in built.notes if "'book_table' is not read_only" in n]
+    assert len(never_run) == (attr != "get_weather") and len(built.notes) == len(never_run)
+
+
+def test_server_tools_without_a_sidecar_get_a_note(tools_module: str, replay: Path) -> None:
+    args = parse("--replay", str(replay), "--server-tools", f"{tools_module}:get_weather")
+    assert _serve.build_app(args).notes == (
+        "--server-tools without a sidecar: nothing is pre-executed",
+    )
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("no_such_module_xyz:tools", "cannot import 'no_such_module_xyz'"),
+        ("serve_cli_tools:missing", "has no attribute 'missing'"),
+        ("serve_cli_tools:not_tools", "cannot make tools from int"),
+        ("serve_cli_tools", "expected MODULE:ATTRIBUTE"),
+    ],
+)
+def test_bad_server_tools_are_startup_errors(
+    tools_module: str,
+    spec: str,
+    message: str,
+    replay: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    err = startup_error(capsys, "--replay", str(replay), "--server-tools", spec)
+    assert f"--server-tools {spec!r}: " in err and message in err
+
+
+def test_server_tools_with_a_repeated_name_are_a_startup_error(
+    tools_module: str, replay: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = startup_error(
+        capsys, "--replay", str(replay),
+        "--server-tools", f"{tools_module}:get_weather", "--server-tools", f"{tools_module}:toolset",
+    )  # fmt: skip
+    assert "duplicate tool name 'get_weather'" in err
+
+
+def test_run_serve_prints_notes_and_the_line_then_serves(
+    tools_module: str,
+    replay: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    served: list[dict[str, Any]] = []
+    monkeypatch.setattr(
+        "ooo_agent.integrations.server.serve", lambda app, **kwargs: served.append(kwargs)
+    )
+    argv = ["--replay", str(replay), "--server-tools", f"{tools_module}:get_weather", "--port", "9"]
+    assert main(["serve", *argv, "--api-key", "k"]) == 0
+    out, err = capsys.readouterr()
+    assert out == (
+        "serving 'replay' (recorded outputs) on http://127.0.0.1:9/v1 "
+        "[bearer token required; mode vanilla; sidecar none; server tools: get_weather]\n"
+    )
+    assert err == "note: --server-tools without a sidecar: nothing is pre-executed\n"
+    assert served == [{"host": "127.0.0.1", "port": 9, "log_level": "warning"}]
+
+
+def test_serve_command_refuses_bad_replay_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    not_a_list = tmp_path / "dict.json"
+    not_a_list.write_text('{"a": 1}')
+    for path, message in [
+        (tmp_path / "missing.json", "cannot read"),
+        (not_a_list, "non-empty JSON list"),
+    ]:
+        assert message in startup_error(capsys, "--replay", str(path))
+
+
+def test_serve_command_without_model_or_fallback_fails_clearly(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def unavailable(name: str) -> Any:
+        raise ModelNotAvailableError(f"preset {name} needs an adapter")
+
+    monkeypatch.setattr(_serve, "load_preset_target", unavailable)
+    err = startup_error(capsys)
+    assert err.startswith("error: cannot load preset 'smollm2-135m-toolcall'") and "adapter" in err
