@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import zipfile
@@ -210,6 +211,42 @@ def test_hub_preset_offline_raises_model_not_available(monkeypatch: pytest.Monke
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)  # fail fast, no retries
     with pytest.raises(ModelNotAvailableError, match=r"Qwen/Qwen3-0\.6B"):
         load_preset("qwen3-0.6b-ooo-sidecar", device="cpu")
+
+
+def test_load_tokenizer_follows_presets_adapter_folders_and_folders(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    pytest.importorskip("transformers")
+    from ooo_agent.models import load_tokenizer, presets
+    from sidecar_tiny import make_tokenizer
+
+    def tokenizer_folder(name: str, template: str) -> Path:
+        tokenizer = make_tokenizer()
+        tokenizer.chat_template = template
+        tokenizer.save_pretrained(tmp_path / name)
+        return tmp_path / name
+
+    embedded = tokenizer_folder("embedded", "embedded {{ messages }}")
+    other = tokenizer_folder("other", "other {{ messages }}")
+    monkeypatch.setattr(presets, "ensure_smollm2", lambda: embedded)
+
+    def adapter(base: str) -> str:
+        folder = tmp_path / "adapter"
+        folder.mkdir(exist_ok=True)
+        (folder / "adapter_config.json").write_text(json.dumps({"base_model_name_or_path": base}))
+        return str(folder)
+
+    assert load_tokenizer("smollm2-135m-sidecar").chat_template == "embedded {{ messages }}"
+    assert load_tokenizer(str(other)).chat_template == "other {{ messages }}"
+    assert load_tokenizer(adapter(str(other))).chat_template == "other {{ messages }}"
+    # An adapter trained on another machine's base falls back to the embedded model's.
+    gone = adapter(str(tmp_path / "gone" / "base"))
+    assert load_tokenizer(gone).chat_template == "embedded {{ messages }}"
+    with pytest.raises(ModelNotAvailableError, match="'no-such-spec' is neither a model preset"):
+        load_tokenizer("no-such-spec")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ModelNotAvailableError, match="cannot load the tokenizer of"):
+        load_tokenizer(str(tmp_path / "empty"))
 
 
 @pytest.mark.slow

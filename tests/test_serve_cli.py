@@ -19,6 +19,7 @@ from ooo_agent.cli import build_parser, main
 from ooo_agent.errors import ModelNotAvailableError
 from ooo_agent.integrations import _serve
 from ooo_agent.sidecar import OpenAISidecar
+from ooo_agent.sidecar.prompts import chatml_prompt
 from ooo_agent.targets.replay import ReplayTarget
 
 TOOLS_MODULE = textwrap.dedent(
@@ -61,6 +62,7 @@ class NullSidecar:
 @pytest.fixture(autouse=True)
 def _no_env_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(_serve.API_KEY_ENV, raising=False)
+    monkeypatch.delenv(_serve.SIDECAR_API_KEY_ENV, raising=False)
 
 
 @pytest.fixture
@@ -91,6 +93,31 @@ def loaded(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return names
 
 
+class TemplateTokenizer:
+    """A tokenizer stand-in whose chat template names the spec it was looked up with."""
+
+    chat_template = "fake"
+
+    def __init__(self, spec: str) -> None:
+        self.spec = spec
+
+    def apply_chat_template(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
+        return f"<{self.spec}> " + " | ".join(m["content"] for m in messages)
+
+
+@pytest.fixture
+def tokenizers(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The tokenizer lookup returns :class:`TemplateTokenizer`; returns the specs looked up."""
+    specs: list[str] = []
+
+    def lookup(spec: str) -> TemplateTokenizer:
+        specs.append(spec)
+        return TemplateTokenizer(spec)
+
+    monkeypatch.setattr("ooo_agent.models.presets.load_tokenizer", lookup)
+    return specs
+
+
 def parse(*argv: str) -> argparse.Namespace:
     return build_parser().parse_args(["serve", *argv])
 
@@ -111,6 +138,7 @@ def test_options_parse() -> None:
         [],
         True,
     )
+    assert (args.sidecar_template, args.sidecar_api_key) == (None, None)
     args = parse(
         "--sidecar", "none", "--sidecar-model", "lora", "--no-preexecute",
         "--server-tools", "a:b", "--server-tools", "c:d",
@@ -192,11 +220,13 @@ def test_a_sidecar_spec_that_is_no_sidecar_preset_is_refused(
     assert f"--sidecar {spec!r}" in err and message in err and loaded == []
 
 
-def test_a_url_sidecar_is_an_openai_sidecar(replay: Path) -> None:
+def test_a_url_sidecar_is_an_openai_sidecar(replay: Path, tokenizers: list[str]) -> None:
     args = parse("--replay", str(replay), "--sidecar", "http://127.0.0.1:8001/v1")
     sidecar = _serve.build_app(args).caller.sidecar
     assert isinstance(sidecar, OpenAISidecar)
     assert (sidecar.url, sidecar.model) == ("http://127.0.0.1:8001/v1/completions", "sidecar")
+    # The Qwen3 ChatML template by default, no tokenizer looked up, no bearer token sent.
+    assert sidecar.template is chatml_prompt and tokenizers == [] and sidecar.headers == {}
 
     args = parse(
         "--replay", str(replay), "--sidecar", "https://gpu:9000", "--sidecar-model", "lora"
@@ -207,7 +237,78 @@ def test_a_url_sidecar_is_an_openai_sidecar(replay: Path) -> None:
         "https://gpu:9000/v1/completions",
         "lora",
     )
-    assert "sidecar https://gpu:9000 (model 'lora')" in built.line
+    assert "sidecar https://gpu:9000 (model 'lora', template qwen3)" in built.line
+
+
+def test_sidecar_template_renders_with_the_named_tokenizer(
+    replay: Path, tokenizers: list[str]
+) -> None:
+    url = ["--replay", str(replay), "--sidecar", "http://127.0.0.1:8001"]
+    built = _serve.build_app(parse(*url, "--sidecar-template", "smollm2-135m-sidecar"))
+    sidecar = built.caller.sidecar
+    assert isinstance(sidecar, OpenAISidecar) and tokenizers == ["smollm2-135m-sidecar"]
+    messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
+    assert sidecar.template(messages) == "<smollm2-135m-sidecar> s | u"
+    assert "(model 'sidecar', template smollm2-135m-sidecar)" in built.line
+
+    sidecar = _serve.build_app(parse(*url, "--sidecar-template", "QWEN3")).caller.sidecar
+    assert isinstance(sidecar, OpenAISidecar) and sidecar.template is chatml_prompt
+    assert tokenizers == ["smollm2-135m-sidecar"]  # qwen3 needs no tokenizer
+
+
+@pytest.mark.parametrize(
+    "sidecar", [[], ["--sidecar", "none"], ["--sidecar", "smollm2-135m-sidecar"]]
+)
+def test_sidecar_template_without_a_url_sidecar_is_a_startup_error(
+    sidecar: list[str],
+    loaded: list[str],
+    tokenizers: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    err = startup_error(capsys, *sidecar, "--sidecar-template", "smollm2-135m-sidecar")
+    assert "--sidecar-template only applies to an http(s):// --sidecar URL" in err
+    assert loaded == [] and tokenizers == []
+
+
+def test_a_sidecar_template_that_cannot_load_is_a_startup_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def lookup(spec: str) -> Any:
+        raise ModelNotAvailableError(f"{spec!r} is neither a model preset\nnor a folder")
+
+    def no_target(name: str) -> Any:
+        raise AssertionError("the target is loaded after the template")
+
+    monkeypatch.setattr("ooo_agent.models.presets.load_tokenizer", lookup)
+    monkeypatch.setattr(_serve, "load_preset_target", no_target)
+    url = ["--sidecar", "http://127.0.0.1:8001"]
+    err = startup_error(capsys, *url, "--sidecar-template", "smollm2")
+    assert "--sidecar-template 'smollm2': ModelNotAvailableError: 'smollm2' is neither" in err
+
+    class NoTemplate:
+        chat_template = None
+
+    monkeypatch.setattr("ooo_agent.models.presets.load_tokenizer", lambda spec: NoTemplate())
+    err = startup_error(capsys, *url, "--sidecar-template", "some/folder")
+    assert "--sidecar-template 'some/folder': ValueError:" in err and "no chat template" in err
+
+
+def test_the_sidecar_api_key_goes_to_the_url_sidecar_only(
+    replay: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = ["--replay", str(replay), "--sidecar", "http://127.0.0.1:8001"]
+    built = _serve.build_app(parse(*url, "--api-key", "server-key"))
+    assert isinstance(built.caller.sidecar, OpenAISidecar) and built.caller.sidecar.headers == {}
+
+    sidecar = _serve.build_app(parse(*url, "--sidecar-api-key", "k1")).caller.sidecar
+    assert isinstance(sidecar, OpenAISidecar)
+    assert sidecar.headers == {"Authorization": "Bearer k1"}
+
+    monkeypatch.setenv(_serve.SIDECAR_API_KEY_ENV, "from-env")
+    assert parse().sidecar_api_key == "from-env"
+    sidecar = _serve.build_app(parse(*url)).caller.sidecar
+    assert isinstance(sidecar, OpenAISidecar)
+    assert sidecar.headers == {"Authorization": "Bearer from-env"}
 
 
 def test_no_preexecute_reaches_the_caller(loaded: list[str]) -> None:

@@ -341,7 +341,8 @@ def test_from_preset_unknown_name_is_a_clear_error() -> None:
 def test_bench_loads_an_adapter_only_folder_on_its_base(tmp_path: Path, tokenizer: Any) -> None:
     import json
 
-    from ooo_agent.bench._loading import BASE_PRESET, _adapter_base, open_sidecar
+    from ooo_agent.bench._loading import BASE_PRESET, open_sidecar
+    from ooo_agent.models.presets import adapter_base
 
     base_dir, repo = _save_tiny(tmp_path, tokenizer)
     folder = repo / "sidecar-lora"
@@ -349,8 +350,8 @@ def test_bench_loads_an_adapter_only_folder_on_its_base(tmp_path: Path, tokenize
     config = json.loads(config_path.read_text())
     config["base_model_name_or_path"] = str(base_dir)
     config_path.write_text(json.dumps(config))
-    assert _adapter_base(str(folder)) == str(base_dir)
-    assert _adapter_base(str(base_dir)) is None  # a full model folder is not an adapter
+    assert adapter_base(str(folder)) == str(base_dir)
+    assert adapter_base(str(base_dir)) is None  # a full model folder is not an adapter
     with open_sidecar(str(folder)) as choice:
         assert choice.kind == "trained" and "sidecar-lora" in choice.label
         assert isinstance(choice.sidecar, HFSidecar)
@@ -359,7 +360,7 @@ def test_bench_loads_an_adapter_only_folder_on_its_base(tmp_path: Path, tokenize
     # A base recorded as another machine's path falls back to the embedded model; names stay.
     config["base_model_name_or_path"] = str(tmp_path / "gone" / "model")
     config_path.write_text(json.dumps(config))
-    assert _adapter_base(str(folder)) == BASE_PRESET
+    assert adapter_base(str(folder)) == BASE_PRESET
     config["base_model_name_or_path"] = "Qwen/Qwen3-0.6B"
     config_path.write_text(json.dumps(config))
-    assert _adapter_base(str(folder)) == "Qwen/Qwen3-0.6B"
+    assert adapter_base(str(folder)) == "Qwen/Qwen3-0.6B"

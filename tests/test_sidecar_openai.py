@@ -103,6 +103,18 @@ def test_unreachable_server_is_a_sidecar_error() -> None:
         anyio.run(sidecar.wave, REQUEST, HintBox())
 
 
+def test_api_key_is_sent_as_a_bearer_token() -> None:
+    seen: list[str | None] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers.get("authorization"))
+        return httpx.Response(200, json={"choices": [{"index": 0, "text": "0"}]})
+
+    anyio.run(_mocked(handler, api_key="k1").wave, REQUEST, HintBox())
+    anyio.run(_mocked(handler).wave, REQUEST, HintBox())
+    assert seen == ["Bearer k1", None]
+
+
 def test_template_choices() -> None:
     assert OpenAISidecar("http://x").template is chatml_prompt
     custom = OpenAISidecar("http://x", template=lambda messages: "T")

@@ -201,7 +201,7 @@ def open_sidecar(
     this process or, with ``process``, in a ``serve-sidecar`` child given the same choice.
     """
     from ooo_agent.bench.oracle import ORACLE_LABEL, OracleSidecar
-    from ooo_agent.models.presets import PRESETS
+    from ooo_agent.models.presets import PRESETS, adapter_base, load_tokenizer
 
     if spec == "none":
         yield SidecarChoice(None, "none", "none")
@@ -230,7 +230,7 @@ def open_sidecar(
         trained = PRESETS[spec].role == "sidecar"
         kind = "trained" if trained else "untrained"
         label = f"{spec}" + ("" if trained else " (untrained sidecar)")
-    elif _adapter_base(spec) is not None:
+    elif adapter_base(spec) is not None:
         kind, label = "trained", f"{Path(spec).name} (local sidecar adapter)"
     elif Path(spec).is_dir():
         kind, label = "untrained", f"{Path(spec).name} (local sidecar)"
@@ -242,77 +242,28 @@ def open_sidecar(
         with _sidecar_process(spec, threads, device=device, dtype=dtype) as url:
             from ooo_agent.sidecar.openai import OpenAISidecar
 
-            tokenizer = _sidecar_tokenizer(spec)
-            sidecar = OpenAISidecar(url, template=tokenizer, timeout=120.0)
+            sidecar = OpenAISidecar(url, template=load_tokenizer(spec), timeout=120.0)
             placement = (device, _dtype_name(dtype))
             yield SidecarChoice(sidecar, label + " [own process]", kind, note, placement)
         return
     from ooo_agent.sidecar.hf import HFSidecar
 
-    adapter_base = _adapter_base(spec)
+    base = adapter_base(spec)
     if spec in PRESETS:
         from ooo_agent.models import load_preset
 
         model, tokenizer = load_preset(spec, device=device, dtype=dtype)
         local = HFSidecar(model, tokenizer, num_threads=threads)
-    elif adapter_base is not None:
+    elif base is not None:
         from ooo_agent.models.presets import attach_adapter, load_base
 
-        model, tokenizer = load_base(adapter_base, device=device, dtype=dtype)
+        model, tokenizer = load_base(base, device=device, dtype=dtype)
         model = attach_adapter(model, spec, merge=True).to(device)
         local = HFSidecar(model, tokenizer, num_threads=threads)
     else:
         local = HFSidecar.from_pretrained(spec, num_threads=threads, device=device, dtype=dtype)
     placement = describe_placement(local.model)
     yield SidecarChoice(local, label + " [in-process thread]", kind, note, placement)
-
-
-def _adapter_base(spec: str) -> str | None:
-    """For an adapter-only folder (``adapter_config.json``, no model weights): the base to load
-    it on — the base it names when that is a preset, an existing folder or a hub id, else the
-    embedded SmolLM2 (another machine's path means nothing here). None for anything else."""
-    import json
-
-    from ooo_agent.models.presets import PRESETS
-
-    config = Path(spec) / "adapter_config.json"
-    if not config.is_file():
-        return None
-    try:
-        named = str(
-            json.loads(config.read_text(encoding="utf-8")).get("base_model_name_or_path") or ""
-        )
-    except (OSError, ValueError):
-        named = ""
-    if named in PRESETS or (named and Path(named).is_dir()):
-        return named
-    if named and not Path(named).is_absolute() and not Path(named).exists():
-        return named  # a hub id
-    return BASE_PRESET
-
-
-def _base_folder(base: str) -> str:
-    """A folder or hub id transformers can load for ``base`` (the embedded name resolved)."""
-    from ooo_agent.models import SMOLLM2_NAME, ensure_smollm2
-
-    return str(ensure_smollm2()) if base in (SMOLLM2_NAME, BASE_PRESET) else base
-
-
-def _sidecar_tokenizer(spec: str) -> Any:
-    """The tokenizer whose chat template the in-process sidecar would use."""
-    from transformers import AutoTokenizer
-
-    from ooo_agent.models import SMOLLM2_NAME, ensure_smollm2
-    from ooo_agent.models.presets import PRESETS
-
-    if spec in PRESETS:
-        base = PRESETS[spec].base
-        folder = str(ensure_smollm2()) if base == SMOLLM2_NAME else base
-        return AutoTokenizer.from_pretrained(folder)
-    adapter_base = _adapter_base(spec)
-    if adapter_base is not None:
-        return AutoTokenizer.from_pretrained(_base_folder(adapter_base))
-    return AutoTokenizer.from_pretrained(spec)
 
 
 def _free_port() -> int:
@@ -331,14 +282,14 @@ def _sidecar_process(
     ready_timeout: float = 300.0,
 ) -> Iterator[str]:
     """Run ``serve-sidecar`` for ``spec`` in a child process; yield its base URL."""
-    from ooo_agent.models.presets import PRESETS
+    from ooo_agent.models.presets import PRESETS, adapter_base, base_source
 
     port = _free_port()
-    adapter_base = _adapter_base(spec)
+    base = adapter_base(spec)
     if spec in PRESETS:
         source = ["--preset", spec]
-    elif adapter_base is not None:
-        source = ["--base", _base_folder(adapter_base), "--adapter", spec]
+    elif base is not None:
+        source = ["--base", base_source(base), "--adapter", spec]
     else:
         source = ["--base", spec]
     command = [sys.executable, "-m", "ooo_agent.sidecar.server", *source,

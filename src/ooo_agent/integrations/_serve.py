@@ -4,8 +4,9 @@
 runs alone (``python -m ooo_agent.integrations._serve``). :func:`build_app` does everything but
 serving (target, sidecar, server tools, caller, app), so it can be checked without a socket.
 
-Every startup problem (a replay file, a model, a sidecar or server tools that cannot be
-loaded, a mode the pair cannot run) is one ``error: ...`` line on stderr and exit status 2.
+Every startup problem (a replay file, a model, a sidecar, its template or server tools that
+cannot be loaded, a mode the pair cannot run) is one ``error: ...`` line on stderr and exit
+status 2.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
     from ooo_agent.caller import FastToolCaller
     from ooo_agent.sidecar.base import Sidecar
+    from ooo_agent.sidecar.prompts import PromptTemplate
     from ooo_agent.targets.base import Target
     from ooo_agent.tools import Toolset
 
@@ -44,6 +46,9 @@ __all__ = [
 
 DEFAULT_PRESET = "smollm2-135m-toolcall"
 API_KEY_ENV = "OOO_AGENT_API_KEY"
+SIDECAR_API_KEY_ENV = "OOO_AGENT_SIDECAR_API_KEY"
+QWEN3_TEMPLATE = "qwen3"
+"""``--sidecar-template`` for the Qwen3 ChatML prompt (empty think block), the default."""
 PRESET_SIDECARS = {"smollm2-135m-toolcall": "smollm2-135m-sidecar"}
 """The sidecar preset used by default with a target preset (``--sidecar`` not given)."""
 
@@ -105,6 +110,19 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--sidecar-model",
         default="sidecar",
         help="model name a URL sidecar serves (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--sidecar-template",
+        metavar="SPEC",
+        help=f"how a URL sidecar's prompts are rendered: '{QWEN3_TEMPLATE}' (ChatML with an empty "
+        "think block, for the Qwen3-0.6B sidecar; the default), or a preset, adapter folder or "
+        "tokenizer folder whose tokenizer's chat template renders them (e.g. "
+        "smollm2-135m-sidecar behind 'ooo-agent serve-sidecar --preset smollm2-135m-sidecar')",
+    )
+    parser.add_argument(
+        "--sidecar-api-key",
+        default=os.environ.get(SIDECAR_API_KEY_ENV),
+        help=f"bearer token sent to a URL sidecar (default: ${SIDECAR_API_KEY_ENV}, else none)",
     )
     parser.add_argument(
         "--server-tools",
@@ -186,8 +204,9 @@ def build_app(args: argparse.Namespace) -> ServeApp:
 
     notes: list[str] = []
     server_tools = _server_tools(args.server_tools)  # fast: fail before loading any model
+    template = _sidecar_template(args)  # a tokenizer only: also before the models
     target, default_name, description, from_preset = _target(args)
-    sidecar, sidecar_label = _sidecar(args, from_preset, notes)
+    sidecar, sidecar_label = _sidecar(args, from_preset, notes, template)
     model_name = args.model_name or default_name
     try:
         caller = FastToolCaller(
@@ -275,13 +294,46 @@ def _target(args: argparse.Namespace) -> tuple[Target, str, str, bool]:
         )
 
 
+def _is_url(spec: str | None) -> bool:
+    return spec is not None and spec.startswith(("http://", "https://"))
+
+
+def _sidecar_template(args: argparse.Namespace) -> PromptTemplate | None:
+    """The template ``--sidecar-template`` names for a URL sidecar; None without one.
+
+    Given without a URL ``--sidecar``, or naming a tokenizer that cannot be loaded (or has no
+    chat template), it is a :class:`StartupError`.
+    """
+    from ooo_agent.sidecar.prompts import chatml_prompt, template_from_tokenizer
+
+    spec: str | None = args.sidecar_template
+    if not _is_url(args.sidecar):
+        if spec is not None:
+            raise StartupError("--sidecar-template only applies to an http(s):// --sidecar URL")
+        return None
+    if spec is None or spec.lower() == QWEN3_TEMPLATE:
+        return chatml_prompt
+    from ooo_agent.models.presets import load_tokenizer
+
+    try:
+        return template_from_tokenizer(load_tokenizer(spec))
+    except Exception as exc:  # missing extra, unknown spec, unreadable or template-less tokenizer
+        raise StartupError(
+            f"--sidecar-template {spec!r}: {type(exc).__name__}: {_one_line(exc)}"
+        ) from None
+
+
 def _sidecar(
-    args: argparse.Namespace, from_preset: bool, notes: list[str]
+    args: argparse.Namespace,
+    from_preset: bool,
+    notes: list[str],
+    template: PromptTemplate | None,
 ) -> tuple[Sidecar | None, str]:
     """The sidecar ``--sidecar`` names (or the preset's default one) and how to describe it.
 
     An explicit sidecar that cannot be had is a :class:`StartupError`; the default one is left
     out with a note, so ``ooo-agent serve`` keeps working where only the target is installed.
+    A URL sidecar renders its prompts with ``template`` (see :func:`_sidecar_template`).
     """
     spec: str | None = args.sidecar
     if spec is None:
@@ -298,11 +350,15 @@ def _sidecar(
             return None, "none"
     if spec.lower() == "none":
         return None, "none"
-    if spec.startswith(("http://", "https://")):
+    if _is_url(spec):
         from ooo_agent.sidecar.openai import OpenAISidecar
 
-        label = f"{spec} (model {args.sidecar_model!r})"
-        return OpenAISidecar(spec, model=args.sidecar_model), label
+        template_name = args.sidecar_template or QWEN3_TEMPLATE
+        label = f"{spec} (model {args.sidecar_model!r}, template {template_name})"
+        sidecar = OpenAISidecar(
+            spec, model=args.sidecar_model, template=template, api_key=args.sidecar_api_key
+        )
+        return sidecar, label
     from ooo_agent.models import get_preset
 
     try:

@@ -21,6 +21,7 @@ from ooo_agent.models.presets import (
     get_preset,
     load_base,
     load_preset,
+    load_tokenizer,
 )
 from ooo_agent.models.smollm2 import (
     GGUF_FILENAME,
@@ -47,6 +48,7 @@ __all__ = [
     "load_base",
     "load_preset",
     "load_smollm2",
+    "load_tokenizer",
     "locate_gguf",
     "models_dir",
     "smollm2_dir",

@@ -21,6 +21,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from importlib import resources
@@ -28,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from ooo_agent.errors import ModelNotAvailableError
-from ooo_agent.models.smollm2 import SMOLLM2_NAME, _as_dtype, load_smollm2
+from ooo_agent.models.smollm2 import SMOLLM2_NAME, _as_dtype, ensure_smollm2, load_smollm2
 
 if TYPE_CHECKING:
     import torch
@@ -37,12 +38,15 @@ __all__ = [
     "ADAPTERS_ENV",
     "PRESETS",
     "Preset",
+    "adapter_base",
     "adapter_dir",
     "adapters_root",
     "attach_adapter",
+    "base_source",
     "get_preset",
     "load_base",
     "load_preset",
+    "load_tokenizer",
 ]
 
 ADAPTERS_ENV = "OOO_AGENT_ADAPTERS"
@@ -244,4 +248,62 @@ def load_preset(
     except (OSError, ValueError) as exc:
         raise ModelNotAvailableError(
             f"cannot fetch adapter {preset.adapter}/{chosen} from the hub (offline?): {exc}"
+        ) from exc
+
+
+def adapter_base(folder: str | os.PathLike[str]) -> str | None:
+    """The base to load an adapter-only folder (``adapter_config.json``) on; None for others.
+
+    The base the adapter names when that is a preset, an existing folder or a hub id; else the
+    embedded SmolLM2 (another machine's path means nothing here).
+    """
+    config = Path(folder) / "adapter_config.json"
+    if not config.is_file():
+        return None
+    try:
+        named = str(
+            json.loads(config.read_text(encoding="utf-8")).get("base_model_name_or_path") or ""
+        )
+    except (OSError, ValueError):
+        named = ""
+    if named in PRESETS or (named and Path(named).is_dir()):
+        return named
+    if named and not Path(named).is_absolute() and not Path(named).exists():
+        return named  # a hub id
+    return SMOLLM2_NAME
+
+
+def base_source(base: str) -> str:
+    """A folder or hub id transformers can load for ``base``: the embedded SmolLM2 resolved
+    to its converted folder (converted on first use), anything else as it is."""
+    return str(ensure_smollm2()) if base == SMOLLM2_NAME else base
+
+
+def load_tokenizer(spec: str) -> Any:
+    """The tokenizer whose chat template the model named by ``spec`` was trained on.
+
+    ``spec``: a preset name (its base model's tokenizer), an adapter-only folder (its base's,
+    see :func:`adapter_base`) or a model or tokenizer folder. This is what a client of a
+    remote sidecar renders the row prompts with (``OpenAISidecar(url, template=...)``), so they
+    match what the same model reads in process. Raises :class:`ModelNotAvailableError` when
+    ``spec`` is none of these or its tokenizer cannot be loaded; needs the ``hf`` extra.
+    """
+    from transformers import AutoTokenizer
+
+    if spec in PRESETS:
+        source = base_source(PRESETS[spec].base)
+    elif (base := adapter_base(spec)) is not None:
+        source = base_source(base)
+    elif Path(spec).is_dir():
+        source = spec
+    else:
+        known = ", ".join(sorted(PRESETS))
+        raise ModelNotAvailableError(
+            f"{spec!r} is neither a model preset ({known}) nor a model, adapter or tokenizer folder"
+        )
+    try:
+        return AutoTokenizer.from_pretrained(source)
+    except (OSError, ValueError) as exc:
+        raise ModelNotAvailableError(
+            f"cannot load the tokenizer of {spec!r} from {source!r}: {exc}"
         ) from exc
