@@ -5,8 +5,10 @@ the rows of ``python -m ooo_agent.train.sidecar_data``, options renamed; the car
 script's command. The run behind ``adapters/smollm2-135m-sidecar/``::
 
     python -m ooo_agent.train.sidecar_data --requests runs/target-data/requests.jsonl \\
-        --target-adapter runs/target/adapter --out runs/sidecar-data
+        --target-adapter adapters/smollm2-135m-toolcall --out runs/sidecar-data \\
+        --threads 2 --token-budget 520000 --index-permutations 2
     nohup python scripts/train_sidecar.py --data runs/sidecar-data \\
+        --init-adapter adapters/smollm2-135m-toolcall \\
         --out adapters/smollm2-135m-sidecar > runs/sidecar/train.log 2>&1 &
 """
 

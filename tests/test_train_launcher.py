@@ -209,11 +209,12 @@ def test_cpu_target_recipe_is_the_old_target_script_run(tmp_path: Path, fake: Fa
     assert len(fake.eval_rows) == 250  # the target script read every eval row
 
 
-def test_cpu_sidecar_recipe_differs_in_accumulation_and_eval_cap(
+def test_cpu_sidecar_recipe_differs_in_accumulation_epochs_and_eval_cap(
     tmp_path: Path, fake: FakeRun
 ) -> None:
     config = _config_of(fake, tmp_path, ["sidecar", "--recipe", "cpu-sidecar"])
     assert (config.batch_size, config.grad_accum, config.max_len) == (4, 4, 1024)
+    assert config.epochs == 2
     assert (config.dtype, config.device, config.save_every) == ("float32", "cpu", 20)
     assert len(fake.eval_rows) == 200
 

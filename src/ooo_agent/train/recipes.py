@@ -67,8 +67,11 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
         ),
         "cpu-sidecar": Recipe(
             role="sidecar",
-            summary="the embedded sidecar's CPU run: effective batch 16 (4 x 4), 200 eval rows",
-            values=MappingProxyType({**_CPU, "accum": 4, "max_eval": 200}),
+            summary=(
+                "the embedded sidecar's CPU run: effective batch 16 (4 x 4), 2 epochs, "
+                "200 eval rows"
+            ),
+            values=MappingProxyType({**_CPU, "accum": 4, "epochs": 2, "max_eval": 200}),
         ),
     }
 )
