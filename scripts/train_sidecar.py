@@ -8,7 +8,7 @@ script's command. The run behind ``adapters/smollm2-135m-sidecar/``::
         --target-adapter adapters/smollm2-135m-toolcall --out runs/sidecar-data \\
         --threads 2 --token-budget 520000 --index-permutations 2
     nohup python scripts/train_sidecar.py --data runs/sidecar-data \\
-        --init-adapter adapters/smollm2-135m-toolcall \\
+        --init-adapter adapters/smollm2-135m-toolcall --max-steps 260 \\
         --out adapters/smollm2-135m-sidecar > runs/sidecar/train.log 2>&1 &
 """
 
