@@ -110,6 +110,9 @@ def test_whole_command_all_modes(
         vanilla = by_key[(item, "vanilla")]
         assert vanilla["forward_passes"] == vanilla["new_tokens"]  # one per token
         assert by_key[(item, "ooo")]["sidecar_status"] == "ok"
+        # The oracle answers at arrival: every slot it hints is there before the first step.
+        assert all(s == 0 for s in by_key[(item, "ooo")]["sidecar_slot_steps"].values())
+        assert by_key[(item, "toolspec")]["sidecar_slot_steps"] == {}
         # The oracle's hint is vanilla's own output: it cannot need more passes than vanilla.
         assert by_key[(item, "ooo")]["forward_passes"] <= vanilla["forward_passes"]
         # Decode steps commit every token but the prefill's, in both greedy implementations.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from pathlib import Path
@@ -15,6 +16,7 @@ from ooo_agent.formats.hermes import HermesFormat
 from ooo_agent.train.data import (
     END_OF_TURN,
     MIX,
+    _parse_mix,
     add_distractors,
     build_target_data,
     decontaminate,
@@ -85,8 +87,10 @@ def _assert_value_in_request(value: Any, text: str, key: str) -> None:
         for element in value:
             _assert_value_in_request(element, text, key)
     elif isinstance(value, (int, float)):
-        written = str(int(value)) if value == int(value) else f"{value:.2f}"
-        assert re.search(rf"(?<![\d.]){re.escape(written.lstrip('-'))}(?![\d])", text), (key, text)
+        written = {str(value), str(int(value)) if value == int(value) else f"{value:.2f}"}
+        assert any(
+            re.search(rf"(?<![\d.]){re.escape(w.lstrip('-'))}(?![\d])", text) for w in written
+        ), (key, text)
     else:
         assert str(value) in text, (key, value, text)
 
@@ -98,6 +102,20 @@ def test_generated_tools_are_valid_json_schema() -> None:
     for request in generate_requests(150, seed=5):
         for name, args in request.calls:
             jsonschema.validate(args, GENERATED_TOOLS[name]["function"]["parameters"])
+
+
+def test_generated_numbers_are_written_as_the_user_wrote_them() -> None:
+    """A whole number is an int in the call (never ``50.0``), and numeric tools are well
+    represented: a model taught ``50.0`` writes ``2.0`` into BFCL's ``integer`` slots."""
+    numeric_calls = 0
+    for request in generate_requests(400, seed=13):
+        for name, args in request.calls:
+            props = GENERATED_TOOLS[name]["function"]["parameters"]["properties"]
+            numbers = [v for k, v in args.items() if props[k]["type"] in ("integer", "number")]
+            numeric_calls += bool(numbers)
+            for value in numbers:
+                assert not (isinstance(value, float) and value.is_integer()), (name, args)
+    assert numeric_calls > 120
 
 
 def test_generate_rejects_bad_shares() -> None:
@@ -249,6 +267,19 @@ def test_cli_needs_an_output_folder(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main([])
     assert "--out" in capsys.readouterr().err
+
+
+def test_cli_mix_is_parsed_and_checked(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _parse_mix("live_multiple=0.5, generated=0.5") == {
+        "live_multiple": 0.5,
+        "generated": 0.5,
+    }
+    for bad in ("generated", "generated=x", "generated=0", "=0.5", ","):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _parse_mix(bad)
+    with pytest.raises(SystemExit):
+        main(["--out", "unused", "--mix", "generated=-1"])
+    assert "SOURCE=SHARE" in capsys.readouterr().err
 
 
 # -- multi-tool data: same-domain distractors, similar tools, trimming, mentioned options ------

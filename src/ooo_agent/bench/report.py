@@ -74,6 +74,8 @@ class RequestRecord:
     sidecar_status: str = "off"
     sidecar_latency_s: float | None = None
     sidecar_function_step: int | None = None
+    sidecar_slot_steps: dict[str, int] = field(default_factory=dict)
+    """Target decode step at which each hinted slot value landed (0: before the first)."""
     hint_tokens_accepted: int = 0
     identical: bool | None = None
     """Same output as ``vanilla`` for this request (None for vanilla itself or when not run)."""

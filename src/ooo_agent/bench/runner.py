@@ -188,6 +188,7 @@ async def _measure(
     record.sidecar_status = stats.sidecar.status
     record.sidecar_latency_s = stats.sidecar.latency_s
     record.sidecar_function_step = stats.sidecar.function_arrival_step
+    record.sidecar_slot_steps = dict(stats.sidecar.slot_arrival_steps)
     record.hint_tokens_accepted = stats.sidecar.hint_tokens_accepted
     record.text = result.raw_text
     record.token_ids = list(runner.recorder.last.token_ids) if runner.recorder.last else []

@@ -428,6 +428,23 @@ def _default_tokenizer(cache_dir: str | os.PathLike[str] | None) -> Tokenizer:
 # -- command line --------------------------------------------------------------------------
 
 
+def _parse_mix(text: str) -> dict[str, float]:
+    """``"a=0.5,b=0.5"`` -> ``{"a": 0.5, "b": 0.5}`` (argparse type for ``--mix``)."""
+    mix: dict[str, float] = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        source, sep, share = part.partition("=")
+        try:
+            value = float(share)
+        except ValueError:
+            value = -1.0
+        if not sep or not source.strip() or value <= 0:
+            raise argparse.ArgumentTypeError(f"expected SOURCE=SHARE with SHARE > 0, got {part!r}")
+        mix[source.strip()] = value
+    if not mix:
+        raise argparse.ArgumentTypeError("--mix needs at least one SOURCE=SHARE")
+    return mix
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m ooo_agent.train.data``: build the target's training data."""
     parser = argparse.ArgumentParser(
@@ -450,6 +467,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0.5,
         help="share of single-tool live requests offered similar extra tools",
     )
+    parser.add_argument(
+        "--mix",
+        type=_parse_mix,
+        default=None,
+        help="row share per source, e.g. 'live_multiple=0.35,live_simple=0.2,generated=0.4' "
+        "(default: " + ",".join(f"{k}={v}" for k, v in MIX.items()) + ")",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache-dir", default=None, help="ooo-agent cache root")
     args = parser.parse_args(argv)
@@ -463,6 +487,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
         cache_dir=args.cache_dir,
         distractor_share=args.distractor_share,
+        mix=args.mix,
     )
     print(json.dumps(asdict(stats), indent=2))
     return 0

@@ -1,5 +1,8 @@
 """Generated multi-tool training requests: business tools and plain requests with their calls.
 
+About half the tools come from :mod:`ooo_agent.train.generated_science` (numeric arguments:
+science, maths, units, loans, look-ups), the rest are the business tools below.
+
 BFCL's live data teaches the call syntax, but few of its requests offer several plausible
 tools. These requests do: each offers 2–6 realistic tools (orders, refunds, catalogue,
 calendar, currency, weather, e-mail, CRM, tickets, inventory, shipping, …) with the right one
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ooo_agent.train.examples import TrainRequest
+from ooo_agent.train.generated_science import SCIENCE_DOMAINS, SCIENCE_GENERATORS, SCIENCE_TOOLS
 
 __all__ = ["DOMAINS", "GENERATED_TOOLS", "generate_requests"]
 
@@ -316,6 +320,8 @@ GENERATED_TOOLS: dict[str, dict[str, Any]] = {
 
 # -- value pools --------------------------------------------------------------------------
 
+GENERATED_TOOLS.update(SCIENCE_TOOLS)  # numeric tools: generated_science.py
+
 _CITIES = [
     "Lyon",
     "Toronto",
@@ -425,8 +431,10 @@ def _sku(rng: random.Random) -> str:
     return f"SKU-{rng.randint(1000, 9999)}"
 
 
-def _money(rng: random.Random) -> float:
-    return float(rng.choice([rng.randint(5, 500), round(rng.uniform(5, 900), 2)]))
+def _money(rng: random.Random) -> int | float:
+    """A whole amount stays an integer (``50``, not ``50.0``): the call copies what the user
+    wrote, and a model taught to write ``50.0`` writes ``2.0`` into ``integer`` slots too."""
+    return rng.choice([rng.randint(5, 500), round(rng.uniform(5, 900), 2)])
 
 
 def _email(rng: random.Random, name: str | None = None) -> str:
@@ -491,7 +499,7 @@ def _catalog(rng: random.Random) -> tuple[str, Args]:
     query = rng.choice(_PRODUCTS)
     roll = rng.random()
     if roll < 0.35:
-        price = float(rng.choice([50, 100, 150, 200, 300, 500]))
+        price = rng.choice([50, 100, 150, 200, 300, 500])
         return _pick(
             rng,
             f"Find {query} under {_fmt(price)}.",
@@ -681,7 +689,7 @@ def _track(rng: random.Random) -> tuple[str, Args]:
 
 def _quote(rng: random.Random) -> tuple[str, Args]:
     origin, dest = str(rng.randint(10000, 99999)), str(rng.randint(10000, 99999))
-    weight = float(rng.choice([0.5, 1, 2, 2.5, 4, 7.5, 12]))
+    weight = rng.choice([0.5, 1, 2, 2.5, 4, 7.5, 12])
     return f"How much to ship a {_fmt(weight)} kg box from {origin} to {dest}?", {
         "origin_zip": origin,
         "destination_zip": dest,
@@ -768,6 +776,7 @@ _GENERATORS: list[_Gen] = [
         ("create_invoice", _invoice),
         ("set_reminder", _reminder),
         ("apply_coupon", _coupon),
+        *SCIENCE_GENERATORS,
     ]
 ]
 
@@ -840,6 +849,7 @@ DOMAINS: dict[str, tuple[str, ...]] = {
         "lookup_customer",
         "add_customer_note",
     ),
+    **SCIENCE_DOMAINS,
 }
 """Tools a real workspace offers together. Distractors come from the needed tool's domain
 first: choosing between ``current_conditions`` and ``get_weather_forecast``, or
