@@ -2,12 +2,14 @@
 
 Reads the rows written by ``python -m ooo_agent.train.data`` and runs the project's LoRA
 trainer: a thin wrapper over ``ooo-agent train target --recipe cpu-target`` (same run, options
-renamed) whose card records this script's command. The run used for the shipped adapter::
+renamed) whose card records this script's command. The shipped adapter (v2) is v1 trained one
+more epoch on data with the numeric generated tools; its card (``adapters/smollm2-135m-toolcall``)
+has the exact commands::
 
-    python -m ooo_agent.train.data --out runs/target-data --examples 1100 --generated 900 \\
-        --token-budget 400000
-    nohup python scripts/train_target.py --data runs/target-data --out runs/target/adapter \\
-        > runs/target/train.log 2>&1 &
+    python -m ooo_agent.train.data --out runs/target-data4 --examples 1100 --generated 1200 \\
+        --token-budget 400000 --max-prompt-tokens 600 --seed 1 --mix live_multiple=0.35,...
+    nohup python scripts/train_target.py --data runs/target-data4 --out runs/target4/adapter \\
+        --init-adapter runs/toolcall-v1 --lr 1.5e-4 > runs/target4/train.log 2>&1 &
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
         d = RECIPES["cpu-target"].values[RENAMES.get(n, n)]  # unset: the recipe's value
         parser.add_argument("--" + n.replace("_", "-"), type=type(d), help=f"default: {d}")
     parser.add_argument("--resume", action="store_true", help="continue from the last checkpoint")
+    parser.add_argument("--init-adapter", help="warm start from this LoRA adapter folder")
     parser.add_argument("--max-steps", type=int, help="stop early (smoke tests)")
     return script_main("scripts/train_target.py", "target", "cpu-target", parser, argv, RENAMES)
 

@@ -343,6 +343,14 @@ def test_train_target_script_translates_its_options(
     assert 'Stats: {"generated": 6}' in config.data_description
 
 
+def test_train_target_script_passes_a_warm_start(tmp_path: Path, fake: FakeRun) -> None:
+    folder = _folder(tmp_path)
+    argv = ["--data", str(folder), "--out", str(tmp_path / "o"), "--init-adapter", "runs/v1"]
+    assert _script("train_target").main(argv) == 0
+    assert fake.config is not None and fake.config.init_adapter == "runs/v1"
+    assert fake.config.command.endswith("--init-adapter runs/v1")
+
+
 def test_train_target_script_defaults_are_the_old_recipe(tmp_path: Path, fake: FakeRun) -> None:
     folder = _folder(tmp_path)
     assert _script("train_target").main(["--data", str(folder), "--out", str(tmp_path / "o")]) == 0
