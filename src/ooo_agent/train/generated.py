@@ -23,6 +23,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ooo_agent.train._tool_schema import array_param as _a
+from ooo_agent.train._tool_schema import param
+from ooo_agent.train._tool_schema import pick as _pick
+from ooo_agent.train._tool_schema import tool_schema as _tool
 from ooo_agent.train.examples import TrainRequest
 from ooo_agent.train.generated_science import SCIENCE_DOMAINS, SCIENCE_GENERATORS, SCIENCE_TOOLS
 
@@ -31,37 +35,20 @@ __all__ = ["DOMAINS", "GENERATED_TOOLS", "generate_requests"]
 Args = dict[str, Any]
 
 
-def _tool(
-    name: str, description: str, params: dict[str, dict[str, Any]], required: list[str]
-) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {"type": "object", "properties": params, "required": required},
-        },
-    }
-
-
 def _s(description: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "string", "description": description, **extra}
+    return param("string", description, **extra)
 
 
 def _i(description: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "integer", "description": description, **extra}
+    return param("integer", description, **extra)
 
 
 def _n(description: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "number", "description": description, **extra}
+    return param("number", description, **extra)
 
 
 def _b(description: str, **extra: Any) -> dict[str, Any]:
-    return {"type": "boolean", "description": description, **extra}
-
-
-def _a(description: str, items: str = "string") -> dict[str, Any]:
-    return {"type": "array", "description": description, "items": {"type": items}}
+    return param("boolean", description, **extra)
 
 
 _CURRENCIES = ["USD", "EUR", "GBP", "JPY", "CHF", "CAD", "AUD", "SEK", "INR", "MXN"]
@@ -445,10 +432,6 @@ def _email(rng: random.Random, name: str | None = None) -> str:
 
 def _fmt(amount: float) -> str:
     return str(int(amount)) if amount == int(amount) else f"{amount:.2f}"
-
-
-def _pick(rng: random.Random, *options: str) -> str:
-    return rng.choice(options)
 
 
 def _order_status(rng: random.Random) -> tuple[str, Args]:

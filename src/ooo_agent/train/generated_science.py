@@ -17,6 +17,11 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+from ooo_agent.train._tool_schema import array_param as _arr
+from ooo_agent.train._tool_schema import param as _p
+from ooo_agent.train._tool_schema import pick as _pick
+from ooo_agent.train._tool_schema import tool_schema
+
 __all__ = ["SCIENCE_DOMAINS", "SCIENCE_GENERATORS", "SCIENCE_TOOLS"]
 
 Args = dict[str, Any]
@@ -26,22 +31,7 @@ _PY = " Note that the provided function is in Python 3 syntax."
 
 
 def _tool(name: str, description: str, params: dict[str, Any], required: list[str]) -> Any:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description + _PY,
-            "parameters": {"type": "object", "properties": params, "required": required},
-        },
-    }
-
-
-def _p(kind: str, description: str, **extra: Any) -> dict[str, Any]:
-    return {"type": kind, "description": description, **extra}
-
-
-def _arr(description: str, items: str) -> dict[str, Any]:
-    return {"type": "array", "description": description, "items": {"type": items}}
+    return tool_schema(name, description + _PY, params, required)
 
 
 _LENGTHS = ["meters", "feet", "inches", "kilometers", "miles", "centimeters", "yards"]
@@ -286,10 +276,6 @@ def _num(rng: random.Random, low: int, high: int, decimals: float = 0.4) -> int 
 
 def _list(words: list[str]) -> str:
     return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else words[0]
-
-
-def _pick(rng: random.Random, *options: str) -> str:
-    return rng.choice(options)
 
 
 def _kinetic(rng: random.Random) -> tuple[str, Args]:

@@ -1,0 +1,37 @@
+"""Small builders shared by the generated-request modules: OpenAI tool schemas and phrasing."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+__all__ = ["array_param", "param", "pick", "tool_schema"]
+
+
+def tool_schema(
+    name: str, description: str, params: dict[str, dict[str, Any]], required: list[str]
+) -> dict[str, Any]:
+    """An OpenAI-style function tool with an object of ``params``."""
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {"type": "object", "properties": params, "required": required},
+        },
+    }
+
+
+def param(kind: str, description: str, **extra: Any) -> dict[str, Any]:
+    """One JSON-schema parameter of type ``kind``."""
+    return {"type": kind, "description": description, **extra}
+
+
+def array_param(description: str, items: str = "string") -> dict[str, Any]:
+    """An array parameter whose items are of type ``items``."""
+    return {"type": "array", "description": description, "items": {"type": items}}
+
+
+def pick(rng: random.Random, *options: str) -> str:
+    """One of ``options``: the phrasing of a request."""
+    return rng.choice(options)
