@@ -21,6 +21,8 @@ from ooo_agent.bench import runner as bench_runner  # noqa: E402
 from ooo_agent.bench.baselines import PromptLookupTarget  # noqa: E402
 from ooo_agent.cli import CliError, main  # noqa: E402
 from ooo_agent.errors import ModelNotAvailableError  # noqa: E402
+from ooo_agent.models import presets  # noqa: E402
+from ooo_agent.models.presets import sidecar_dtype  # noqa: E402
 from ooo_agent.sidecar import server  # noqa: E402
 from ooo_agent.sidecar.hf import HFSidecar  # noqa: E402
 from ooo_agent.targets.base import TargetRequest  # noqa: E402
@@ -102,13 +104,15 @@ def test_cpu_float32_loads_and_runs_every_mode_on_cpu(
     assert status == 0  # float32 on the CPU: every speculative mode equals vanilla
     assert _placement(seen["model"]) == {("cpu", torch.float32)}
     assert isinstance(seen["sidecar"], HFSidecar)
-    assert _placement(seen["sidecar"].model) == {("cpu", torch.float32)}
+    # The sidecar's own default: bf16 where this CPU multiplies it natively (never the output).
+    expected = sidecar_dtype("cpu")
+    assert _placement(seen["sidecar"].model) == {("cpu", expected)}
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["device"], summary["dtype"]) == ("cpu", "float32")
     assert summary["settings"]["device"] == "cpu" and summary["settings"]["dtype"] == "float32"
     assert (summary["settings"]["sidecar_device"], summary["settings"]["sidecar_dtype"]) == (
         "cpu",
-        "float32",
+        str(expected).removeprefix("torch."),
     )
     assert summary["machine"]["gpu"] is None
     assert " · cpu float32 · " in summary["title"]
@@ -127,7 +131,7 @@ def test_the_dtype_reaches_the_target_and_the_in_process_sidecar(
     out = tmp_path / "out"
     status = _bench(
         setup, out, "--dtype", "bfloat16", "--sidecar", str(model_dir),
-        "--modes", "vanilla,ooo,hf-pld",
+        "--sidecar-dtype", "bfloat16", "--modes", "vanilla,ooo,hf-pld",
     )  # fmt: skip
     # Reduced precision may break identity (exit 3, report written); anything else is a bug.
     assert status in (0, 3)
@@ -193,6 +197,12 @@ def test_auto_picks_cuda_and_bfloat16_and_hands_them_to_both_loaders(
     assert _loading.resolve_dtype("float16", "cpu") == torch.float16
     with pytest.raises(ValueError):
         _loading.resolve_dtype("int8", "cpu")
+    # The sidecar's auto: bf16 wherever the hardware multiplies it natively, else float32.
+    assert _loading.resolve_sidecar_dtype("float32", "cpu") == torch.float32
+    for native, expected in ((True, torch.bfloat16), (False, torch.float32)):
+        monkeypatch.setattr(presets, "cpu_has_native_bf16", lambda native=native: native)
+        assert _loading.resolve_sidecar_dtype("auto", "cpu") == expected
+        assert sidecar_dtype("cpu") == expected
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert _loading.resolve_device("auto") == "cpu"
     with pytest.raises(ModelNotAvailableError):
@@ -233,8 +243,13 @@ def test_serve_sidecar_loads_on_the_device_and_dtype_it_is_given(
     monkeypatch.setattr(server, "serve", lambda generator, **_kw: served.append(generator))
     assert server.main(["--base", str(model_dir), "--device", "cpu", "--dtype", "bfloat16"]) == 0
     assert _placement(served[-1].model) == {("cpu", torch.bfloat16)}
-    assert server.main(["--base", str(model_dir)]) == 0  # default: float32 on the CPU
+    assert server.main(["--base", str(model_dir), "--dtype", "float32"]) == 0
     assert _placement(served[-1].model) == {("cpu", torch.float32)}
+    # The default follows the hardware: bf16 where the CPU has native kernels, else float32.
+    for native, expected in ((True, torch.bfloat16), (False, torch.float32)):
+        monkeypatch.setattr(presets, "cpu_has_native_bf16", lambda native=native: native)
+        assert server.main(["--base", str(model_dir)]) == 0
+        assert _placement(served[-1].model) == {("cpu", expected)}
 
     asked: dict[str, Any] = {}
 

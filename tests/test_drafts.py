@@ -174,12 +174,14 @@ def test_schema_drafter_survives_a_broken_skeleton() -> None:
 def test_hint_reader_marks_steps_and_ignores_unrenderable_hints() -> None:
     box = HintBox()
     reader = HintReader(box, render=lambda h: 1 / 0)  # type: ignore[arg-type,return-value]
+    box.set_slot("y", 0)  # before any draft: usable from step 0
     reader.poll(2)
     box.set_function("f")
     box.set_slot("x", 1)
-    assert box.slot_steps == {"x": 2}
+    # Landed after step 2's drafts were built: step 3 is the first that can use it.
+    assert box.slot_steps == {"y": 0, "x": 3} and box.function_step == 3
     assert reader.poll(5)
-    assert reader.hint == Hint("f", {"x": 1}, False) and reader.text is None
+    assert reader.hint == Hint("f", {"y": 0, "x": 1}, False) and reader.text is None
 
 
 def test_end_token_ids_include_end_of_turn_markers() -> None:

@@ -97,10 +97,16 @@ def test_common_prefix_length() -> None:
     assert common_prefix_length([]) == 0
 
 
+@pytest.mark.parametrize("split", [True, False], ids=["head-apart", "full-forward"])
 @pytest.mark.parametrize("kind", ["qwen3", "llama"])
-def test_batched_rows_equal_rows_run_alone(kind: str, tokenizer: Any) -> None:
+def test_batched_rows_equal_rows_run_alone(kind: str, split: bool, tokenizer: Any) -> None:
     model = make_model(kind, len(tokenizer))
     gen = SharedPrefixGenerator(model, tokenizer)
+    # Plain decoder -> lm_head stacks run the head apart, on the rows' last positions only;
+    # without that split the full forward (logits_to_keep=1) must give the same answers.
+    assert gen.head is model.get_output_embeddings()
+    if not split:
+        gen.decoder = gen.head = None
     prompts = _distinct_rows(gen, tokenizer)
     assert len({len(p) for p in prompts}) > 1, "suffixes of different lengths are the point"
     # A stop token taken from the rows' own outputs makes rows end at different steps.
@@ -118,7 +124,7 @@ def test_prefix_runs_once_then_the_suffixes_as_one_batch(tokenizer: Any) -> None
     gen = SharedPrefixGenerator(model, tokenizer)
     prompts = _wave_prompts(gen, tokenizer)
     shapes: list[tuple[int, int]] = []
-    hook = model.register_forward_pre_hook(
+    hook = gen.decoder.register_forward_pre_hook(
         lambda _m, _a, kw: shapes.append(tuple(kw["input_ids"].shape)), with_kwargs=True
     )
     try:
@@ -237,8 +243,9 @@ def test_slots_arriving_before_the_function_are_held_back() -> None:
     assert dict(box.snapshot().slots) == {"city": "Paris"}
     box.mark_step(3)
     assembler.answer(keys.index("0.days"), "3")
-    assert box.slot_steps == {"city": 2, "days": 3}
-    assert box.function_step == 2
+    # Each part counts from the first step drafted after it landed.
+    assert box.slot_steps == {"city": 3, "days": 4}
+    assert box.function_step == 3
     report = assembler.finish()
     assert dict(report.hint.slots) == {"city": "Paris", "days": 3}
     assert report.answers["1.zone"] == '"UTC"'
@@ -313,16 +320,34 @@ def test_from_pretrained_picks_the_published_adapter(tmp_path: Path, tokenizer: 
     import peft
 
     base_dir, repo = _save_tiny(tmp_path, tokenizer)
-    sidecar = HFSidecar.from_pretrained(base_dir, adapter=repo)
+    sidecar = HFSidecar.from_pretrained(base_dir, adapter=repo, dtype=torch.float32)
     reference = peft.PeftModel.from_pretrained(
         make_model("qwen3", len(tokenizer)), str(repo), subfolder="sidecar-lora-spaced"
     ).eval()
-    other = HFSidecar.from_pretrained(base_dir, adapter=repo, subfolder="sidecar-lora", merge=False)
+    other = HFSidecar.from_pretrained(
+        base_dir, adapter=repo, subfolder="sidecar-lora", merge=False, dtype=torch.float32
+    )
     assert isinstance(other.model, peft.PeftModel)
     assert torch.allclose(_logits(sidecar.model), _logits(reference), atol=1e-4)
     assert not torch.allclose(_logits(sidecar.model), _logits(other.model), atol=1e-3)
-    plain = HFSidecar.from_pretrained(base_dir)
+    plain = HFSidecar.from_pretrained(base_dir, dtype=torch.float32)
     assert not torch.allclose(_logits(plain.model), _logits(sidecar.model), atol=1e-3)
+
+
+def test_default_precision_follows_the_hardware(
+    tmp_path: Path, tokenizer: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ooo_agent.models import presets
+
+    base_dir, _ = _save_tiny(tmp_path, tokenizer)
+    for native, expected in ((True, torch.bfloat16), (False, torch.float32)):
+        monkeypatch.setattr(presets, "cpu_has_native_bf16", lambda native=native: native)
+        sidecar = HFSidecar.from_pretrained(base_dir)
+        assert {p.dtype for p in sidecar.model.parameters()} == {expected}
+        # The hint is proposed in that precision; what the rows answer stays a plain string.
+        box = HintBox()
+        report = sidecar.run_wave_sync(SidecarRequest(MESSAGES, TOOLS), box)
+        assert report.hint.complete
 
 
 def test_loading_errors_are_clear(tmp_path: Path, tokenizer: Any) -> None:
@@ -355,7 +380,9 @@ def test_bench_loads_an_adapter_only_folder_on_its_base(tmp_path: Path, tokenize
     with open_sidecar(str(folder)) as choice:
         assert choice.kind == "trained" and "sidecar-lora" in choice.label
         assert isinstance(choice.sidecar, HFSidecar)
-        reference = HFSidecar.from_pretrained(base_dir, adapter=repo, subfolder="sidecar-lora")
+        reference = HFSidecar.from_pretrained(
+            base_dir, adapter=repo, subfolder="sidecar-lora", dtype=torch.float32
+        )
         assert torch.allclose(_logits(choice.sidecar.model), _logits(reference.model), atol=1e-4)
     # A base recorded as another machine's path falls back to the embedded model; names stay.
     config["base_model_name_or_path"] = str(tmp_path / "gone" / "model")

@@ -181,8 +181,10 @@ class SidecarStats:
     latency_s: float | None = None
     """From the request's arrival to the wave's last answer (None if it never finished)."""
     function_arrival_step: int | None = None
-    """Target decode step at which the predicted function became visible to the drafter."""
+    """First target decode step whose drafts could use the predicted function (0: it landed
+    before the first draft; ``k + 1``: it landed while step ``k`` was being verified)."""
     slot_arrival_steps: dict[str, int] = field(default_factory=dict)
+    """The same, per slot value."""
     hint_tokens_accepted: int = 0
     wait_s: float = 0.0
     """Time the target spent waiting for the sidecar: ~0 by design."""

@@ -43,6 +43,7 @@ __all__ = [
     "open_sidecar",
     "resolve_device",
     "resolve_dtype",
+    "resolve_sidecar_dtype",
 ]
 
 TARGET_PRESET = "smollm2-135m-toolcall"
@@ -95,6 +96,15 @@ def resolve_dtype(spec: str, device: str) -> torch.dtype:
         return default_dtype(device)
     resolved: torch.dtype = getattr(torch, name)
     return resolved
+
+
+def resolve_sidecar_dtype(spec: str, device: str) -> torch.dtype:
+    """Like :func:`resolve_dtype`, but ``auto`` is the sidecar's default (``sidecar_dtype``)."""
+    if spec.strip().lower() == "auto":
+        from ooo_agent.models.presets import sidecar_dtype
+
+        return sidecar_dtype(device)
+    return resolve_dtype(spec, device)
 
 
 def describe_placement(model: Any) -> tuple[str, str]:

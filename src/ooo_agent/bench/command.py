@@ -102,6 +102,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="weights' precision of the target and a local sidecar (default float32; auto: "
         "bfloat16 on a CUDA GPU that supports it, else float32)",
     )
+    add(
+        "--sidecar-dtype",
+        choices=DTYPES,
+        default="auto",
+        help="weights' precision of a local sidecar (default auto: bfloat16 where the GPU or "
+        "CPU has native bf16 kernels, else float32; never changes the output, only the hint)",
+    )
     add("--threads", type=int, default=1, help="torch CPU threads of the target (default 1)")
     add("--sidecar-threads", type=int, default=1, help="torch CPU threads of the sidecar")
     add("--max-new-tokens", type=int, default=256)
@@ -217,7 +224,8 @@ async def _run(args: argparse.Namespace) -> int:
         )
     with _loading.open_sidecar(
         args.sidecar, threads=args.sidecar_threads, process=args.sidecar_process,
-        oracle_delay_s=args.oracle_delay, device=device, dtype=dtype,
+        oracle_delay_s=args.oracle_delay, device=device,
+        dtype=_loading.resolve_sidecar_dtype(args.sidecar_dtype, device),
     ) as choice:  # fmt: skip
         if choice.note:
             notes.append(choice.note)

@@ -24,7 +24,7 @@ import torch
 
 from ooo_agent.decoding.tree import TokenTree, TreeMaskCache
 
-__all__ = ["StepVerdict", "TreeVerifier", "accept_path"]
+__all__ = ["StepVerdict", "TreeVerifier", "accept_path", "split_head"]
 
 # Config fields of architectures whose logits are not simply ``lm_head(hidden)``.
 _LOGIT_TRANSFORMS = (
@@ -33,6 +33,22 @@ _LOGIT_TRANSFORMS = (
     "logits_scaling",
     "output_multiplier",
 )
+
+
+def split_head(model: Any) -> bool:
+    """True when ``model`` is a plain ``decoder -> lm_head`` stack that can be run in two parts.
+
+    Then the head can run on just the rows whose logits are needed, as a 2-D matmul.
+    """
+    config = getattr(model, "config", None)
+    if config is None or any(getattr(config, name, None) for name in _LOGIT_TRANSFORMS):
+        return False
+    try:
+        decoder = model.get_decoder()
+        head = model.get_output_embeddings()
+    except (AttributeError, NotImplementedError):
+        return False
+    return isinstance(head, torch.nn.Linear) and decoder is not None and decoder is not model
 
 
 def accept_path(tree: TokenTree, choice_of: Callable[[int], int]) -> tuple[list[int], int]:
@@ -65,6 +81,9 @@ class StepVerdict:
     """Per accepted node, the target's top-k tokens (only when asked, for token recycling)."""
 
 
+_split_head = split_head  # the name the constructor's argument shadows
+
+
 class TreeVerifier:
     """Runs prefill and tree forwards of one causal LM on a cache it is handed.
 
@@ -88,22 +107,10 @@ class TreeVerifier:
         self._decoder: Any = None
         self._head: Any = None
         if split_head is None:
-            split_head = self._can_split(model)
+            split_head = _split_head(model)
         if split_head:
             self._decoder = model.get_decoder()
             self._head = model.get_output_embeddings()
-
-    @staticmethod
-    def _can_split(model: Any) -> bool:
-        config = getattr(model, "config", None)
-        if config is None or any(getattr(config, name, None) for name in _LOGIT_TRANSFORMS):
-            return False
-        try:
-            decoder = model.get_decoder()
-            head = model.get_output_embeddings()
-        except (AttributeError, NotImplementedError):
-            return False
-        return isinstance(head, torch.nn.Linear) and decoder is not None and decoder is not model
 
     @property
     def splits_head(self) -> bool:

@@ -22,6 +22,7 @@ from ooo_agent.models.presets import (
     load_base,
     load_preset,
     load_tokenizer,
+    sidecar_dtype,
 )
 from ooo_agent.models.smollm2 import (
     GGUF_FILENAME,
@@ -51,5 +52,6 @@ __all__ = [
     "load_tokenizer",
     "locate_gguf",
     "models_dir",
+    "sidecar_dtype",
     "smollm2_dir",
 ]

@@ -43,10 +43,12 @@ __all__ = [
     "adapters_root",
     "attach_adapter",
     "base_source",
+    "cpu_has_native_bf16",
     "get_preset",
     "load_base",
     "load_preset",
     "load_tokenizer",
+    "sidecar_dtype",
 ]
 
 ADAPTERS_ENV = "OOO_AGENT_ADAPTERS"
@@ -183,6 +185,33 @@ def default_dtype(device: str | None) -> torch.dtype:
     if on_gpu and torch.cuda.is_bf16_supported():
         return torch.bfloat16
     return torch.float32
+
+
+def sidecar_dtype(device: str | None) -> torch.dtype:
+    """The sidecar's default precision: bfloat16 wherever the hardware multiplies it natively.
+
+    That is a CUDA GPU that supports it, or a CPU whose oneDNN has native bf16 kernels
+    (AVX512-BF16 or AMX); float32 elsewhere. The sidecar only proposes a hint that the target
+    verifies, so its precision can never change an output, only how early and how often the
+    hint is right. On this project's development CPU a bf16 wave of the embedded sidecar takes
+    0.62 s instead of 1.14 s and gives the same hint on 17 of 20 requests (docs/benchmarks.md).
+    """
+    import torch
+
+    on_gpu = (device or "").startswith("cuda") or (device is None and torch.cuda.is_available())
+    if on_gpu:
+        return default_dtype(device)
+    return torch.bfloat16 if cpu_has_native_bf16() else torch.float32
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether torch's oneDNN has native bf16 matmul kernels on this CPU (AVX512-BF16, AMX)."""
+    import torch
+
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+    except (AttributeError, RuntimeError):  # a build without oneDNN
+        return False
 
 
 def load_base(

@@ -48,8 +48,10 @@ class HintBox:
 
     Writers call :meth:`set_function`, :meth:`set_slot` and :meth:`finish`; the reader polls
     :attr:`version` (a plain int read, no lock) and calls :meth:`snapshot` when it changed.
-    The box also records, per part of the hint, the target step at which it became visible
-    (the reader reports its step through :meth:`mark_step`).
+    The box also records, per part of the hint, the first target step whose drafts could use
+    it (the reader reports each step through :meth:`mark_step` just before drafting it, so a
+    part that lands while step ``k`` is being verified counts as step ``k + 1``; 0 means it
+    landed before the first draft).
     """
 
     def __init__(self) -> None:
@@ -57,7 +59,7 @@ class HintBox:
         self._function: str | None = None
         self._slots: dict[str, Any] = {}
         self._complete = False
-        self._step = 0
+        self._step = -1  # the last step the reader drafted (-1: none yet)
         self.version = 0
         self.function_step: int | None = None
         self.slot_steps: dict[str, int] = {}
@@ -67,13 +69,13 @@ class HintBox:
     def set_function(self, name: str | None) -> None:
         with self._lock:
             self._function = name
-            self.function_step = self._step
+            self.function_step = self._step + 1
             self.version += 1
 
     def set_slot(self, name: str, value: Any) -> None:
         with self._lock:
             self._slots[name] = value
-            self.slot_steps[name] = self._step
+            self.slot_steps[name] = self._step + 1
             self.version += 1
 
     def finish(self) -> None:
@@ -84,13 +86,13 @@ class HintBox:
 
     # -- reader side ---------------------------------------------------------------
     def mark_step(self, step: int) -> None:
-        """Called by the target before building each step's drafts."""
+        """Called by the target just before building step ``step``'s drafts."""
         self._step = step
 
     @property
     def step(self) -> int:
-        """The target's current decode step, as last reported by :meth:`mark_step`."""
-        return self._step
+        """The target's current decode step, as last reported by :meth:`mark_step` (0 before)."""
+        return max(self._step, 0)
 
     def snapshot(self) -> Hint:
         with self._lock:

@@ -26,6 +26,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ooo_agent.decoding.verify import split_head
+
 __all__ = ["GenerationCancelled", "RowResult", "SharedPrefixGenerator", "common_prefix_length"]
 
 FinishReason = Literal["stop", "length"]
@@ -117,6 +119,14 @@ class SharedPrefixGenerator:
             stop_token_ids
         )
         self.cache_kwarg = _cache_kwarg(model)
+        # The decoder and the LM head apart, when the model is a plain stack: the head then
+        # runs on a 2-D [rows, hidden] matrix. Through the full forward, bf16 batches with one
+        # kept position go through a batched matmul that first copies the head's weight once
+        # per row (measured: 0.28 s of a 0.58 s suffix prefill on this project's CPU).
+        self.decoder: Any = None
+        self.head: Any = None
+        if split_head(model):
+            self.decoder, self.head = model.get_decoder(), model.get_output_embeddings()
         self._lock = threading.Lock()
 
     @staticmethod
@@ -181,6 +191,8 @@ class _Run:
         import torch
 
         self.model = owner.model
+        self.decoder = owner.decoder
+        self.head = owner.head
         self.cache_kwarg = owner.cache_kwarg
         self.tokenizer = owner.tokenizer
         self.stop_ids = owner.stop_token_ids
@@ -237,14 +249,17 @@ class _Run:
         allowed[:, diagonal, past + diagonal] = True
         mask = torch.zeros(allowed.shape, dtype=self.mask_dtype, device=self.device)
         mask.masked_fill_(~allowed, torch.finfo(self.mask_dtype).min)
-        output = self.model(
-            input_ids=input_ids,
-            attention_mask=mask[:, None],
-            position_ids=position_ids,
-            use_cache=True,
-            **{self.cache_kwarg: cache},
-            logits_to_keep=1,
-        )
+        inputs: dict[str, Any] = {
+            "input_ids": input_ids,
+            "attention_mask": mask[:, None],
+            "position_ids": position_ids,
+            "use_cache": True,
+            self.cache_kwarg: cache,
+        }
+        if self.head is not None:
+            hidden = self.decoder(**inputs).last_hidden_state[:, -1, :]
+            return self.head(hidden).argmax(dim=-1)
+        output = self.model(**inputs, logits_to_keep=1)
         return output.logits[:, -1, :].argmax(dim=-1)
 
     def _prefill_prefix(self, prefix_len: int) -> Any:
@@ -339,4 +354,3 @@ class _Run:
 
     def _ordered(self) -> list[RowResult]:
         return [self.results[i] for i in range(len(self.prompts))]
-

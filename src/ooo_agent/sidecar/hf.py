@@ -97,36 +97,50 @@ class HFSidecar:
         ``ArisrrrX/OoO-Spec-sidecar-lora`` (or a local copy of it) the default is
         ``sidecar-lora-spaced``, the adapter behind the published numbers. ``merge`` folds the
         LoRA weights into the base (faster per step, same outputs). ``dtype`` defaults to
-        float32 on CPU and bfloat16 elsewhere. Other keyword arguments go to ``__init__``.
+        :func:`~ooo_agent.models.presets.sidecar_dtype`: bfloat16 where the hardware has native
+        bf16 kernels (a GPU, or a CPU with AVX512-BF16 / AMX), float32 elsewhere — the hint's
+        precision never changes the target's output. Other keyword arguments go to ``__init__``.
         """
         try:
-            import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
         except ImportError as exc:  # pragma: no cover - depends on the install
-            raise ModelNotAvailableError("HFSidecar needs the 'hf' extra: pip install 'ooo-agent[hf]'") from exc
+            raise ModelNotAvailableError(
+                "HFSidecar needs the 'hf' extra: pip install 'ooo-agent[hf]'"
+            ) from exc
         if dtype is None:
-            dtype = torch.float32 if device == "cpu" else torch.bfloat16
+            from ooo_agent.models.presets import sidecar_dtype
+
+            dtype = sidecar_dtype(device)
         try:
             tokenizer = AutoTokenizer.from_pretrained(str(base))
             auto_model: Any = AutoModelForCausalLM  # transformers' stubs are narrower than its API
             model = auto_model.from_pretrained(str(base), dtype=dtype)
         except OSError as exc:
-            raise ModelNotAvailableError(f"cannot load sidecar base model {str(base)!r}: {exc}") from exc
+            raise ModelNotAvailableError(
+                f"cannot load sidecar base model {str(base)!r}: {exc}"
+            ) from exc
         if adapter is not None:
             model = _attach_adapter(model, adapter, subfolder, merge=merge)
         model = model.to(device).eval()
         return cls(model, tokenizer, **kwargs)
 
     @classmethod
-    def from_preset(cls, name: str, **kwargs: Any) -> HFSidecar:
-        """A sidecar from a named model preset (see ``ooo_agent.models``)."""
+    def from_preset(
+        cls, name: str, *, dtype: Any = None, device: str | None = None, **kwargs: Any
+    ) -> HFSidecar:
+        """A sidecar from a named model preset (see ``ooo_agent.models``).
+
+        ``dtype`` None: :func:`~ooo_agent.models.presets.sidecar_dtype` for ``device``.
+        """
         try:
             from ooo_agent.models import load_preset  # type: ignore[attr-defined,unused-ignore]
         except ImportError as exc:
             raise ModelNotAvailableError(
                 "model presets are not available in this installation (ooo_agent.models.load_preset)"
             ) from exc
-        loaded = load_preset(name)
+        from ooo_agent.models.presets import sidecar_dtype
+
+        loaded = load_preset(name, dtype=dtype or sidecar_dtype(device), device=device)
         if isinstance(loaded, tuple) and len(loaded) >= 2:
             model, tokenizer = loaded[0], loaded[1]
         elif hasattr(loaded, "model") and hasattr(loaded, "tokenizer"):
@@ -186,7 +200,9 @@ def _attach_adapter(model: Any, adapter: str | Path, subfolder: str | None, *, m
     try:
         from peft import PeftModel
     except ImportError as exc:  # pragma: no cover - depends on the install
-        raise ModelNotAvailableError("a LoRA adapter needs peft: pip install 'ooo-agent[hf]'") from exc
+        raise ModelNotAvailableError(
+            "a LoRA adapter needs peft: pip install 'ooo-agent[hf]'"
+        ) from exc
     if subfolder is None:
         subfolder = _default_subfolder(adapter)
     extra: dict[str, Any] = {"subfolder": subfolder} if subfolder else {}

@@ -106,7 +106,9 @@ def create_app(
     return app
 
 
-def _check_request(body: dict[str, Any], model_name: str, max_tokens_limit: int, max_prompts: int) -> str | None:
+def _check_request(
+    body: dict[str, Any], model_name: str, max_tokens_limit: int, max_prompts: int
+) -> str | None:
     """The first problem with a completions request, or None."""
     model = body.get("model")
     if model is not None and model != model_name:
@@ -129,7 +131,9 @@ def _check_request(body: dict[str, Any], model_name: str, max_tokens_limit: int,
         return f"at most {max_prompts} prompts per request"
     max_tokens = body.get("max_tokens", 16)
     if max_tokens is not None and (
-        not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or not 0 <= max_tokens <= max_tokens_limit
+        not isinstance(max_tokens, int)
+        or isinstance(max_tokens, bool)
+        or not 0 <= max_tokens <= max_tokens_limit
     ):
         return f"'max_tokens' must be an integer in [0, {max_tokens_limit}]"
     temperature = body.get("temperature", 0)
@@ -166,7 +170,9 @@ def serve(
     """Serve ``generator`` until interrupted."""
     import uvicorn
 
-    uvicorn.run(create_app(generator, model_name=model_name), host=host, port=port, log_level="info")
+    uvicorn.run(
+        create_app(generator, model_name=model_name), host=host, port=port, log_level="info"
+    )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -184,15 +190,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--dtype",
         default=None,
         choices=("auto", "float32", "bfloat16", "float16"),
-        help="weights' precision (default auto: the loader's choice, float32 on cpu)",
+        help="weights' precision (default auto: bfloat16 where the GPU or CPU has native bf16 "
+        "kernels, else float32)",
     )
 
 
 def run_from_args(args: argparse.Namespace) -> int:
     """Load the model named by ``args`` and serve it."""
+    from ooo_agent.models.presets import sidecar_dtype
     from ooo_agent.sidecar.hf import HFSidecar
 
-    dtype = None if args.dtype in (None, "auto") else args.dtype
+    dtype = sidecar_dtype(args.device) if args.dtype in (None, "auto") else args.dtype
     if args.preset:
         from ooo_agent.models import load_preset
 
@@ -209,7 +217,10 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m ooo_agent.sidecar.server``: the same as ``ooo-agent serve-sidecar``."""
-    parser = argparse.ArgumentParser(prog="ooo-agent serve-sidecar", description="Serve the OoO-Spec sidecar over OpenAI-compatible HTTP.")
+    parser = argparse.ArgumentParser(
+        prog="ooo-agent serve-sidecar",
+        description="Serve the OoO-Spec sidecar over OpenAI-compatible HTTP.",
+    )
     add_arguments(parser)
     return run_from_args(parser.parse_args(argv))
 

@@ -200,6 +200,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-new-tokens", type=int, default=32, help="per wave row")
     parser.add_argument("--direct-max-new-tokens", type=int, default=160)
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
+    parser.add_argument(
+        "--dtype",
+        default="auto",
+        choices=("auto", "float32", "bfloat16"),
+        help="the sidecar's precision (default auto: what HFSidecar uses here, bfloat16 on a "
+        "CPU or GPU with native bf16 kernels, else float32)",
+    )
     parser.add_argument("--cache-dir", default=None, help="ooo-agent cache root")
 
 
@@ -247,14 +254,23 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 def _load_sidecar(args: argparse.Namespace) -> tuple[Any, Path | None]:
     """The ``HFSidecar`` and its adapter folder (``None`` for a hub or adapter-less preset)."""
-    from ooo_agent.models.presets import PRESETS, adapter_dir, attach_adapter, load_base
+    import torch
+
+    from ooo_agent.models.presets import (
+        PRESETS,
+        adapter_dir,
+        attach_adapter,
+        load_base,
+        sidecar_dtype,
+    )
     from ooo_agent.sidecar.hf import HFSidecar
 
     options = {"num_threads": args.threads, "max_new_tokens": args.max_new_tokens}
+    dtype = sidecar_dtype("cpu") if args.dtype == "auto" else getattr(torch, args.dtype)
     preset = PRESETS.get(args.sidecar)
     if preset is not None:
         folder = adapter_dir(preset.name) if preset.adapter and not preset.from_hub else None
-        return HFSidecar.from_preset(preset.name, **options), folder
+        return HFSidecar.from_preset(preset.name, dtype=dtype, **options), folder
     folder = Path(args.sidecar)
     if not (folder / "adapter_config.json").is_file():
         known = ", ".join(sorted(PRESETS))
@@ -262,7 +278,7 @@ def _load_sidecar(args: argparse.Namespace) -> tuple[Any, Path | None]:
             f"--sidecar {args.sidecar!r} is neither a LoRA adapter folder (no "
             f"adapter_config.json) nor a preset ({known})"
         )
-    model, tokenizer = load_base(args.base, cache_dir=args.cache_dir)
+    model, tokenizer = load_base(args.base, cache_dir=args.cache_dir, dtype=dtype)
     model = attach_adapter(model, folder, merge=True)
     return HFSidecar(model, tokenizer, **options), folder
 
