@@ -121,5 +121,35 @@ def test_write_report_writes_every_file(tmp_path: Path) -> None:
     assert markdown[3].startswith("| ooo [oracle] | 4 |")
 
 
+def test_several_categories_get_their_own_summaries_and_goal_checks(tmp_path: Path) -> None:
+    records = []
+    for category, (toolspec_fwd, ooo_fwd) in {"a": (10, 5), "b": (10, 9)}.items():
+        for i in range(3):
+            item = f"{category}{i}"
+            records += [
+                _record(item, "toolspec", 2.0, category=category, forward_passes=toolspec_fwd),
+                _record(item, "ooo", 1.0, category=category, forward_passes=ooo_fwd,
+                        identical=True, sidecar_status="ok"),
+            ]  # fmt: skip
+    summaries = summarize(records)
+    overall = goal_checks(summaries)
+    assert overall["ooo_forward_ratio_vs_toolspec"] == pytest.approx(7 / 10)
+    assert overall["ooo_forward_ratio_vs_toolspec_met"] is False
+    paths = write_report(records, summaries, tmp_path / "out", meta={"seed": 0})
+    per_category = json.loads(paths["summary"].read_text())["per_category"]
+    assert set(per_category) == {"a", "b"}
+    assert per_category["a"]["goals"]["ooo_forward_ratio_vs_toolspec"] == pytest.approx(0.5)
+    assert per_category["a"]["goals"]["ooo_forward_ratio_vs_toolspec_met"] is True
+    assert per_category["b"]["goals"]["ooo_forward_ratio_vs_toolspec_met"] is False
+    assert [m["n"] for m in per_category["b"]["modes"]] == [3, 3]
+    assert "a only" in paths["table"].read_text() and "b only" in paths["table"].read_text()
+    markdown = paths["markdown"].read_text()
+    assert "\na:\n" in markdown and "\nb:\n" in markdown
+    # One category: no per-category section.
+    single = [r for r in records if r.category == "a"]
+    paths = write_report(single, summarize(single), tmp_path / "one", meta={"seed": 0})
+    assert "per_category" not in json.loads(paths["summary"].read_text())
+
+
 def test_interval_prints_point_and_bounds() -> None:
     assert str(Interval(2.0, 1.5, 2.25)) == "2.00x [1.50, 2.25]"

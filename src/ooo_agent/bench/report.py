@@ -45,6 +45,7 @@ GOALS: dict[str, float] = {
     "ooo_vs_vanilla_min": 3.0,
     "ooo_vs_toolspec_min": 1.3,
     "ooo_forward_passes_max": 4.0,
+    "ooo_forward_ratio_vs_toolspec_max": 0.6,
 }
 """What OoO-Spec should reach end to end (paper: 3.89x vs vanilla on average, ToolSpec 2.95x)."""
 
@@ -260,9 +261,19 @@ def goal_checks(summaries: Sequence[ModeSummary]) -> dict[str, Any]:
     vs_toolspec = ooo.speedup_vs_toolspec.point if ooo.speedup_vs_toolspec else None
     vanilla_met = None if vs_vanilla is None else vs_vanilla >= GOALS["ooo_vs_vanilla_min"]
     toolspec_met = None if vs_toolspec is None else vs_toolspec >= GOALS["ooo_vs_toolspec_min"]
+    toolspec = next((s for s in summaries if s.mode == "toolspec"), None)
+    ratio = (
+        ooo.forward_passes / toolspec.forward_passes
+        if toolspec is not None and toolspec.forward_passes > 0
+        else None
+    )
     return {
         "ooo_measured": True,
         "ooo_label": ooo.label,
+        "ooo_forward_ratio_vs_toolspec": ratio,
+        "ooo_forward_ratio_vs_toolspec_met": (
+            None if ratio is None else ratio <= GOALS["ooo_forward_ratio_vs_toolspec_max"]
+        ),
         "ooo_vs_vanilla": vs_vanilla,
         "ooo_vs_vanilla_met": vanilla_met,
         "ooo_vs_toolspec": vs_toolspec,
@@ -418,19 +429,51 @@ def write_report(
         "modes": [_jsonable(asdict(s)) for s in summaries],
         "goals": {**GOALS, **goal_checks(summaries)},
     }
+    per_category = _per_category(records, seed=int(meta.get("seed", 0)), labels=labels)
+    if per_category:
+        summary["per_category"] = {
+            category: {
+                "modes": [_jsonable(asdict(s)) for s in rows],
+                "goals": goal_checks(rows),
+            }
+            for category, rows in per_category.items()
+        }
     paths["summary"].write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     title = str(meta.get("title", ""))
     write_plot(records, paths["plot"], labels=labels, title=title)
-    paths["markdown"].write_text(markdown_table(summaries), encoding="utf-8")
+    markdown = markdown_table(summaries)
+    for category, rows in per_category.items():
+        markdown += f"\n{category}:\n\n{markdown_table(rows)}"
+    paths["markdown"].write_text(markdown, encoding="utf-8")
     with paths["table"].open("w", encoding="utf-8") as text:
-        _print_table(Console(file=text, width=200, color_system=None), summaries, title)
+        _print_table(Console(file=text, width=200, color_system=None), summaries, title, per_category)
     if console is not None:
-        _print_table(console, summaries, title)
+        _print_table(console, summaries, title, per_category)
     return paths
 
 
-def _print_table(console: Console, summaries: Sequence[ModeSummary], title: str) -> None:
+def _per_category(
+    records: Sequence[RequestRecord], *, seed: int, labels: Mapping[str, str] | None
+) -> dict[str, list[ModeSummary]]:
+    """Per-category summaries when the measured requests span several categories, else {}."""
+    by_category: dict[str, list[RequestRecord]] = {}
+    for record in records:
+        if not record.warmup:
+            by_category.setdefault(record.category, []).append(record)
+    if len(by_category) < 2:
+        return {}
+    return {c: summarize(rows, seed=seed, labels=labels) for c, rows in by_category.items()}
+
+
+def _print_table(
+    console: Console,
+    summaries: Sequence[ModeSummary],
+    title: str,
+    per_category: Mapping[str, Sequence[ModeSummary]] | None = None,
+) -> None:
     console.print(summary_table(summaries, title=title))
     for s in summaries:  # labels in full, unwrapped: an oracle row must say what it is
         if s.label != s.mode:
             console.print(f"* {s.mode}: {s.label}", markup=False, soft_wrap=True)
+    for category, rows in (per_category or {}).items():
+        console.print(summary_table(rows, title=f"{category} only"))
