@@ -233,6 +233,14 @@ def test_cli_refuses_training_requests_and_bad_input(
     common = ["--base", str(base), "--requests", str(requests), "--out", str(tmp_path / "r.json")]
     assert main(["eval-sidecar", "--sidecar", str(trained), *common, "--no-direct"]) == 1
     assert "trained this sidecar" in capsys.readouterr().err
+    # --exclude-trained scores the rest and records how many it left out.
+    argv = ["eval-sidecar", "--sidecar", str(trained), *common, "--no-direct", "--exclude-trained"]
+    assert main(argv) == 0
+    assert "left out 1 request" in capsys.readouterr().out
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [p["id"] for p in report["predictions"]] == [items[0].request.id]
+    assert report["config"]["excluded_trained"] == 1
+    (tmp_path / "r.json").unlink()
     assert main(["eval-sidecar", "--sidecar", str(tmp_path / "nothing"), *common]) == 1
     assert "neither a LoRA adapter folder" in capsys.readouterr().err
     plain = tmp_path / "plain.jsonl"

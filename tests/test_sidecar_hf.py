@@ -206,8 +206,10 @@ def test_wave_fills_the_box_function_first(tokenizer: Any) -> None:
     assert dict(report.hint.slots) == {"days": 0}
     assert report.hint.complete
     assert set(report.dropped) == {"city"}
+    # On the CPU the schedule is function-first: the index row, then only get_weather's rows.
+    assert sidecar.schedule == "function-first"
     assert report.arrivals[0] == "function"
-    assert sorted(report.arrivals) == ["0.city", "0.days", "1.zone", "function"]
+    assert sorted(report.arrivals) == ["0.city", "0.days", "function"]
     snapshot = box.snapshot()
     assert (snapshot.function, dict(snapshot.slots), snapshot.complete) == (
         "get_weather",
@@ -215,6 +217,54 @@ def test_wave_fills_the_box_function_first(tokenizer: Any) -> None:
         True,
     )
     assert box.function_step == 0 and box.slot_steps == {"days": 0}
+
+
+def test_parallel_schedule_asks_every_row_in_one_batch(tokenizer: Any) -> None:
+    model = _scripted(tokenizer)
+    sidecar = HFSidecar(model, tokenizer, options=WaveOptions(schedule="parallel"))
+    before = model.forwards
+    report = anyio.run(sidecar.run_wave, SidecarRequest(MESSAGES, TOOLS), HintBox())
+    assert sorted(report.arrivals) == ["0.city", "0.days", "1.zone", "function"]
+    assert report.hint.function == "get_weather" and dict(report.hint.slots) == {"days": 0}
+    # Prefix, the four suffixes as one batch, one decode step (each row answers one token).
+    assert model.forwards - before == 3
+
+
+def test_function_first_skips_every_slot_without_a_function(tokenizer: Any) -> None:
+    # Every row answers "x": no tool index, so no slot row can reach the hint.
+    sidecar = HFSidecar(_scripted(tokenizer, answer="x"), tokenizer)
+    report = anyio.run(sidecar.run_wave, SidecarRequest(MESSAGES, TOOLS), HintBox())
+    assert report.arrivals == ["function"]
+    assert report.hint.function is None and report.hint.complete
+    with pytest.raises(ValueError):
+        WaveOptions(schedule="sometimes")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", ["qwen3", "llama"])
+def test_phases_change_when_rows_run_never_what_they_answer(kind: str, tokenizer: Any) -> None:
+    model = make_model(kind, len(tokenizer))
+    gen = SharedPrefixGenerator(model, tokenizer)
+    prompts = _distinct_rows(gen, tokenizer)
+    together = gen.generate(prompts, max_new_tokens=6)
+    seen: list[list[int]] = []
+    order: list[int] = []
+
+    def then(results: list[RowResult]) -> list[int]:
+        seen.append([r.index for r in results])
+        return [len(prompts) - 1]  # only the last row runs afterwards
+
+    phased = gen.generate(
+        prompts, max_new_tokens=6, first=[0, 1], then=then, on_row=lambda r: order.append(r.index)
+    )
+    assert seen == [[0, 1]]
+    assert sorted(order[:2]) == [0, 1] and order[2:] == [len(prompts) - 1]
+    for i, (alone, result) in enumerate(zip(together, phased, strict=True)):
+        if i in (0, 1, len(prompts) - 1):
+            assert result.token_ids == alone.token_ids and result.finish_reason != "skipped"
+        else:
+            assert result.finish_reason == "skipped" and (result.text, result.token_ids) == ("", [])
+    with pytest.raises(ValueError):
+        gen.generate(prompts, first=[len(prompts)])
 
 
 def test_single_tool_skips_the_index_row(tokenizer: Any) -> None:

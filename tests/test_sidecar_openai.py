@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from ooo_agent.errors import SidecarError
-from ooo_agent.sidecar import HintBox, OpenAISidecar, SidecarRequest
+from ooo_agent.sidecar import HintBox, OpenAISidecar, SidecarRequest, WaveOptions
 from ooo_agent.sidecar.openai import completions_url
 from ooo_agent.sidecar.prompts import chatml_prompt
 
@@ -166,9 +166,18 @@ def test_http_sidecar_gives_the_in_process_hint(served: tuple[str, Any, Any]) ->
     url, local, tokenizer = served
     remote = OpenAISidecar(url, template=tokenizer)
     over_http = anyio.run(remote.run_wave, REQUEST, HintBox())
-    in_process = anyio.run(local.run_wave, REQUEST, HintBox())
+    # Over HTTP every row goes in one request: the in-process parallel schedule asks the same.
+    from ooo_agent.sidecar.hf import HFSidecar
+
+    parallel = HFSidecar(local.model, tokenizer, options=WaveOptions(schedule="parallel"))
+    in_process = anyio.run(parallel.run_wave, REQUEST, HintBox())
     assert over_http.hint == in_process.hint
     assert over_http.answers == in_process.answers
+    # On the CPU the local default asks the function first, then only its tool's rows.
+    function_first = anyio.run(local.run_wave, REQUEST, HintBox())
+    assert local.schedule == "function-first"
+    assert function_first.hint == in_process.hint
+    assert function_first.answers.items() < in_process.answers.items()
     assert over_http.hint.function == "get_weather" and dict(over_http.hint.slots) == {"days": 0}
 
 
@@ -182,7 +191,9 @@ def test_random_model_answers_match_over_http(served: tuple[str, Any, Any]) -> N
     scripted.table, scripted.default = {}, None  # the random model's own greedy choices
     try:
         remote = anyio.run(OpenAISidecar(url, max_tokens=5).run_wave, REQUEST, HintBox())
-        mine = HFSidecar(scripted, tokenizer, max_new_tokens=5).run_wave_sync(REQUEST, HintBox())
+        mine = HFSidecar(
+            scripted, tokenizer, max_new_tokens=5, options=WaveOptions(schedule="parallel")
+        ).run_wave_sync(REQUEST, HintBox())
     finally:
         scripted.table, scripted.default = saved
     assert len(remote.answers) == 4

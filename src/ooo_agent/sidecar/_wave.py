@@ -11,7 +11,7 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
 from ooo_agent.sidecar.prompts import PromptTemplate
@@ -52,15 +52,25 @@ class WaveOptions:
         max_rows: cap on rows per wave (the function-index row counts); the rows kept are the
             first in tool order. ``None``: no cap.
         check_slots: drop slot values that fail the slot's JSON schema.
+        schedule: how a local backend orders the rows. ``parallel``: every row in one batch
+            (the method as published; right where rows run in parallel, as on a GPU or behind
+            vLLM). ``function-first``: the function-index row first, then only the chosen
+            tool's argument rows (the others could never reach the hint) — on a CPU, where each
+            row costs time, the function and its slots land much earlier. ``auto``:
+            ``function-first`` for a model on the CPU, else ``parallel``. HTTP backends always
+            send one request with every row.
     """
 
     ask_single_tool: bool = False
     max_rows: int | None = None
     check_slots: bool = True
+    schedule: Literal["auto", "parallel", "function-first"] = "auto"
 
     def __post_init__(self) -> None:
         if self.max_rows is not None and self.max_rows < 1:
             raise ValueError(f"max_rows must be at least 1, not {self.max_rows}")
+        if self.schedule not in ("auto", "parallel", "function-first"):
+            raise ValueError(f"unknown schedule {self.schedule!r}")
 
 
 @dataclass

@@ -10,6 +10,11 @@ has when the row runs alone, so each row's greedy answer equals running that row
 Rows that finish (end of turn, a stop string, or the token budget) are reported at once through
 ``on_row`` and leave the batch, so later steps run only the rows still generating.
 
+``first`` runs some rows to completion before the others (their suffixes, then their decode
+steps, as a batch of their own over the same prefix KV); ``then`` sees their answers and picks
+which of the remaining rows run at all. A sidecar on a CPU, where rows cost time one by one,
+uses it to answer the function index first and then ask only the chosen tool's arguments.
+
 Example::
 
     gen = SharedPrefixGenerator(model, tokenizer, num_threads=1)
@@ -20,6 +25,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -30,7 +36,7 @@ from ooo_agent.decoding.verify import split_head
 
 __all__ = ["GenerationCancelled", "RowResult", "SharedPrefixGenerator", "common_prefix_length"]
 
-FinishReason = Literal["stop", "length"]
+FinishReason = Literal["stop", "length", "skipped"]
 
 
 class GenerationCancelled(Exception):
@@ -39,7 +45,10 @@ class GenerationCancelled(Exception):
 
 @dataclass(frozen=True)
 class RowResult:
-    """One row's answer: generated token ids (end-of-turn excluded), text, why it stopped."""
+    """One row's answer: generated token ids (end-of-turn excluded), text, why it stopped.
+
+    ``skipped``: the row was never run (``then`` left it out); its text is empty.
+    """
 
     index: int
     token_ids: list[int]
@@ -158,11 +167,16 @@ class SharedPrefixGenerator:
         stop_strings: Sequence[str] = (),
         on_row: Callable[[RowResult], None] | None = None,
         cancel: threading.Event | None = None,
+        first: Sequence[int] = (),
+        then: Callable[[list[RowResult]], Iterable[int]] | None = None,
     ) -> list[RowResult]:
         """Greedy answers for ``prompts`` (token ids), in prompt order.
 
         ``on_row`` is called from this thread as each row finishes; ``cancel`` is checked
-        before every forward pass (:class:`GenerationCancelled` when set).
+        before every forward pass (:class:`GenerationCancelled` when set). Rows listed in
+        ``first`` run to completion before the others; ``then`` (given their results) returns
+        which other rows to run — rows it leaves out come back ``skipped``. Every row's answer
+        is what it would be alone: phases only change when rows run.
         """
         if max_new_tokens < 0:
             raise ValueError(f"max_new_tokens must be >= 0, not {max_new_tokens}")
@@ -170,10 +184,22 @@ class SharedPrefixGenerator:
             raise ValueError("every prompt needs at least one token")
         if not prompts:
             return []
+        first = list(dict.fromkeys(first))
+        if any(not 0 <= i < len(prompts) for i in first):
+            raise ValueError(f"'first' names rows outside 0..{len(prompts) - 1}: {first}")
         import torch
 
         with self._lock, _torch_threads(self.num_threads), torch.inference_mode():
-            return _Run(self, prompts, max_new_tokens, stop_strings, on_row, cancel).run()
+            run = _Run(self, prompts, max_new_tokens, stop_strings, on_row, cancel)
+            return run.run(first, then)
+
+
+def _repeated(cache: Any, rows: int) -> Any:
+    """A copy of a batch-1 KV cache, repeated for ``rows`` rows (the original is kept)."""
+    clone = copy.deepcopy(cache)
+    if rows > 1:
+        clone.batch_repeat_interleave(rows)
+    return clone
 
 
 class _Run:
@@ -211,19 +237,43 @@ class _Run:
         self.keep: Any = None
         self.next_pos: Any = None
 
-    def run(self) -> list[RowResult]:
+    def run(
+        self,
+        first: Sequence[int] = (),
+        then: Callable[[list[RowResult]], Iterable[int]] | None = None,
+    ) -> list[RowResult]:
+        every = list(range(len(self.prompts)))
         if self.max_new_tokens == 0:
-            for i in range(len(self.prompts)):
+            for i in every:
                 self._finish(i, "length")
             return self._ordered()
         # Leave every row at least one suffix token, so each row has its own last position.
         prefix_len = min(common_prefix_length(self.prompts), min(len(p) for p in self.prompts) - 1)
-        cache = self._prefill_prefix(prefix_len)
-        tokens = self._prefill_suffixes(cache, prefix_len)
+        if not first or len(first) == len(every):
+            self._decode(self._prefill_prefix(prefix_len, len(every)), prefix_len, every)
+            return self._ordered()
+        prefix = self._prefill_prefix(prefix_len, 1)
+        head = _repeated(prefix, len(first)) if prefix_len else self._prefill_prefix(0, 0)
+        self._decode(head, prefix_len, list(first))
+        rest = [i for i in every if i not in self.results]
+        chosen = set(then([self.results[i] for i in first])) if then is not None else set(rest)
+        later = [i for i in rest if i in chosen]
+        for i in rest:
+            if i not in chosen:
+                self.results[i] = RowResult(i, [], "", "skipped")
+        if later:
+            if prefix_len and len(later) > 1:
+                prefix.batch_repeat_interleave(len(later))
+            self._decode(prefix, prefix_len, later)
+        return self._ordered()
+
+    def _decode(self, cache: Any, prefix_len: int, rows: list[int]) -> None:
+        """Run ``rows`` (global indices) to completion on ``cache`` (the prefix, one per row)."""
+        tokens = self._prefill_suffixes(cache, prefix_len, rows)
         while True:
             tokens = self._commit(tokens, cache)
             if not self.active:
-                return self._ordered()
+                return
             tokens = self._step(tokens, cache)
 
     # -- phases ------------------------------------------------------------------------
@@ -262,7 +312,8 @@ class _Run:
         output = self.model(**inputs, logits_to_keep=1)
         return output.logits[:, -1, :].argmax(dim=-1)
 
-    def _prefill_prefix(self, prefix_len: int) -> Any:
+    def _prefill_prefix(self, prefix_len: int, rows: int) -> Any:
+        """The shared prefix's KV cache, repeated for ``rows`` rows."""
         import torch
         from transformers import DynamicCache
 
@@ -272,14 +323,15 @@ class _Run:
             keep = torch.ones(1, prefix_len, dtype=torch.bool, device=self.device)
             positions = torch.arange(prefix_len, device=self.device)[None]
             self._forward(ids, keep, positions, cache)
-            cache.batch_repeat_interleave(len(self.prompts))
+            if rows > 1:
+                cache.batch_repeat_interleave(rows)
         return cache
 
-    def _prefill_suffixes(self, cache: Any, prefix_len: int) -> Any:
-        """Run every row's suffix, left-padded after the shared prefix; first tokens out."""
+    def _prefill_suffixes(self, cache: Any, prefix_len: int, rows: list[int]) -> Any:
+        """Run the rows' suffixes, left-padded after the shared prefix; first tokens out."""
         import torch
 
-        suffixes = [p[prefix_len:] for p in self.prompts]
+        suffixes = [self.prompts[i][prefix_len:] for i in rows]
         width = max(len(s) for s in suffixes)
         batch = len(suffixes)
         ids = torch.zeros(batch, width, dtype=torch.long, device=self.device)
@@ -290,9 +342,9 @@ class _Run:
             ids[row, pad:] = torch.tensor(suffix, device=self.device)
             keep[row, prefix_len : prefix_len + pad] = False  # the holes
             positions[row, pad:] = torch.arange(prefix_len, prefix_len + len(suffix))
-        self.active = list(range(batch))
+        self.active = list(rows)
         self.keep = keep
-        self.next_pos = torch.tensor([len(p) for p in self.prompts], device=self.device)
+        self.next_pos = torch.tensor([len(self.prompts[i]) for i in rows], device=self.device)
         return self._forward(ids, keep, positions, cache)
 
     def _step(self, tokens: Any, cache: Any) -> Any:
@@ -334,7 +386,7 @@ class _Run:
         return tokens[index]
 
     def _hit_stop_string(self, row: int) -> bool:
-        text = self._decode(self.generated[row])
+        text = self._text(self.generated[row])
         cut = min((i for i in (text.find(s) for s in self.stop_strings) if i >= 0), default=-1)
         if cut < 0:
             return False
@@ -342,12 +394,12 @@ class _Run:
         return True
 
     # -- results -----------------------------------------------------------------------
-    def _decode(self, ids: list[int]) -> str:
+    def _text(self, ids: list[int]) -> str:
         return str(self.tokenizer.decode(ids, skip_special_tokens=True))
 
     def _finish(self, row: int, reason: FinishReason, text: str | None = None) -> None:
         ids = self.generated[row]
-        result = RowResult(row, list(ids), self._decode(ids) if text is None else text, reason)
+        result = RowResult(row, list(ids), self._text(ids) if text is None else text, reason)
         self.results[row] = result
         if self.on_row is not None:
             self.on_row(result)

@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from ooo_agent.sidecar._wave import WaveAssembler, WaveOptions, WavePlan, WaveRe
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
 from ooo_agent.sidecar.batch import GenerationCancelled, RowResult, SharedPrefixGenerator
 from ooo_agent.sidecar.prompts import PromptTemplate, template_from_tokenizer
+from ooo_agent.sidecar.rows import parse_function_index
 
 __all__ = ["ADAPTER_SUBFOLDERS", "HFSidecar"]
 
@@ -179,6 +181,22 @@ class HFSidecar:
             self._generate(plan, assembler, cancel)
         return assembler.finish()
 
+    @property
+    def schedule(self) -> str:
+        """The row schedule in use: ``options.schedule`` with ``auto`` resolved by device."""
+        if self.options.schedule != "auto":
+            return self.options.schedule
+        device = getattr(next(iter(self.model.parameters()), None), "device", None)
+        return "function-first" if getattr(device, "type", "cpu") == "cpu" else "parallel"
+
+    def _schedule(
+        self, plan: WavePlan
+    ) -> tuple[list[int], Callable[[list[RowResult]], list[int]] | None]:
+        has_index = any(row.kind == "function_index" for row in plan.rows)
+        if self.schedule != "function-first" or not has_index or len(plan.rows) < 2:
+            return [], None
+        return _function_first(plan)
+
     def _generate(
         self, plan: WavePlan, assembler: WaveAssembler, cancel: threading.Event | None
     ) -> list[RowResult]:
@@ -187,13 +205,38 @@ class HFSidecar:
 
         try:
             prompts = [self.generator.encode(text) for text in plan.prompts]
+            first, then = self._schedule(plan)
             return self.generator.generate(
-                prompts, max_new_tokens=self.max_new_tokens, on_row=land, cancel=cancel
+                prompts,
+                max_new_tokens=self.max_new_tokens,
+                on_row=land,
+                cancel=cancel,
+                first=first,
+                then=then,
             )
         except GenerationCancelled:
             raise
         except Exception as exc:
             raise SidecarError(f"sidecar generation failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _function_first(plan: WavePlan) -> tuple[list[int], Callable[[list[RowResult]], list[int]]]:
+    """The function-index row first; then the argument rows of the tool it names (none if it
+    names none: without a function no slot can reach the hint)."""
+    head = [i for i, row in enumerate(plan.rows) if row.kind == "function_index"]
+    count = len(plan.request.tools)
+
+    def then(results: list[RowResult]) -> list[int]:
+        index = parse_function_index(results[0].text.strip(), count)
+        if index is None:
+            return []
+        return [
+            i
+            for i, row in enumerate(plan.rows)
+            if row.kind == "argument_value" and row.function_index == index
+        ]
+
+    return head, then
 
 
 def _attach_adapter(model: Any, adapter: str | Path, subfolder: str | None, *, merge: bool) -> Any:

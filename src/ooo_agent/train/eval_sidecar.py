@@ -37,7 +37,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ooo_agent.errors import DatasetError, ModelNotAvailableError, SidecarError
-from ooo_agent.sidecar._wave import WaveReport
+from ooo_agent.sidecar._wave import WaveOptions, WaveReport
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
 from ooo_agent.sidecar.rows import SemanticRow, build_wave_rows
 from ooo_agent.train._sidecar_labels import (
@@ -208,6 +208,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "CPU or GPU with native bf16 kernels, else float32)",
     )
     parser.add_argument("--cache-dir", default=None, help="ooo-agent cache root")
+    parser.add_argument(
+        "--exclude-trained",
+        action="store_true",
+        help="leave out requests the adapter trained on (its training_requests.txt) and say "
+        "how many, instead of refusing to score",
+    )
 
 
 def run_from_args(args: argparse.Namespace) -> int:
@@ -223,8 +229,17 @@ def run_from_args(args: argparse.Namespace) -> int:
             "'python -m ooo_agent.train.sidecar_data' and pass its eval_requests.jsonl"
         )
     sidecar, adapter = _load_sidecar(args)
-    _refuse_training_requests(items, adapter)
     console = Console(soft_wrap=True)
+    excluded = 0
+    if args.exclude_trained:
+        kept = [i for i in items if i.request.id not in _trained_ids(items, adapter)]
+        excluded = len(items) - len(kept)
+        if not kept:
+            raise DatasetError(f"every request in {args.requests} trained this sidecar")
+        if excluded:
+            console.print(f"left out {excluded} request(s) this sidecar trained on")
+        items = kept
+    _refuse_training_requests(items, adapter)
 
     def show(number: int, p: SidecarPrediction) -> None:
         slots = json.dumps(dict(p.hint.slots), ensure_ascii=False)[:60]
@@ -244,6 +259,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         "labels": which,
         "max_new_tokens": args.max_new_tokens,
         "direct_call": not args.no_direct,
+        "excluded_trained": excluded,
     }
     console.print(render_table(report))
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -265,7 +281,13 @@ def _load_sidecar(args: argparse.Namespace) -> tuple[Any, Path | None]:
     )
     from ooo_agent.sidecar.hf import HFSidecar
 
-    options = {"num_threads": args.threads, "max_new_tokens": args.max_new_tokens}
+    # Every row is asked (the parallel schedule): argument rows are scored against the target's
+    # function even when the sidecar picked another one.
+    options = {
+        "num_threads": args.threads,
+        "max_new_tokens": args.max_new_tokens,
+        "options": WaveOptions(schedule="parallel"),
+    }
     dtype = sidecar_dtype("cpu") if args.dtype == "auto" else getattr(torch, args.dtype)
     preset = PRESETS.get(args.sidecar)
     if preset is not None:
@@ -283,12 +305,18 @@ def _load_sidecar(args: argparse.Namespace) -> tuple[Any, Path | None]:
     return HFSidecar(model, tokenizer, **options), folder
 
 
-def _refuse_training_requests(items: Sequence[LabelledRequest], adapter: Path | None) -> None:
+def _trained_ids(items: Sequence[LabelledRequest], adapter: Path | None) -> list[str]:
+    """Ids of the requests in ``items`` that the adapter's ``training_requests.txt`` lists."""
     listing = adapter / TRAINING_LIST if adapter is not None else None
     if listing is None or not listing.is_file():
-        return
+        return []
     trained = {line.split("\t")[0] for line in listing.read_text(encoding="utf-8").splitlines()}
-    seen = [i.request.id for i in items if request_fingerprint(i.request) in trained]
+    return [i.request.id for i in items if request_fingerprint(i.request) in trained]
+
+
+def _refuse_training_requests(items: Sequence[LabelledRequest], adapter: Path | None) -> None:
+    listing = adapter / TRAINING_LIST if adapter is not None else None
+    seen = _trained_ids(items, adapter)
     if seen:
         raise DatasetError(
             f"{len(seen)} of the requests (first: {seen[0]!r}) trained this sidecar "
