@@ -194,7 +194,8 @@ def sidecar_dtype(device: str | None) -> torch.dtype:
     (AVX512-BF16 or AMX); float32 elsewhere. The sidecar only proposes a hint that the target
     verifies, so its precision can never change an output, only how early and how often the
     hint is right. On this project's development CPU a bf16 wave of the embedded sidecar takes
-    0.62 s instead of 1.14 s and gives the same hint on 17 of 20 requests (docs/benchmarks.md).
+    0.77 s instead of 1.07 s and gives the same hint on 17 of 20 requests
+    (``benchmarks/sidecar_wave.py``, docs/benchmarks.md §2.0f).
     """
     import torch
 
