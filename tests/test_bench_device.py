@@ -114,6 +114,7 @@ def test_cpu_float32_loads_and_runs_every_mode_on_cpu(
         "cpu",
         str(expected).removeprefix("torch."),
     )
+    assert summary["settings"]["sidecar_schedule"] == "function-first"  # auto, on the CPU
     assert summary["machine"]["gpu"] is None
     assert " · cpu float32 · " in summary["title"]
     assert " · cpu float32 · " in (out / "table.txt").read_text()
@@ -131,7 +132,8 @@ def test_the_dtype_reaches_the_target_and_the_in_process_sidecar(
     out = tmp_path / "out"
     status = _bench(
         setup, out, "--dtype", "bfloat16", "--sidecar", str(model_dir),
-        "--sidecar-dtype", "bfloat16", "--modes", "vanilla,ooo,hf-pld",
+        "--sidecar-dtype", "bfloat16", "--sidecar-schedule", "parallel",
+        "--modes", "vanilla,ooo,hf-pld",
     )  # fmt: skip
     # Reduced precision may break identity (exit 3, report written); anything else is a bug.
     assert status in (0, 3)
@@ -140,6 +142,8 @@ def test_the_dtype_reaches_the_target_and_the_in_process_sidecar(
     summary = json.loads((out / "summary.json").read_text())
     assert (summary["device"], summary["dtype"]) == ("cpu", "bfloat16")
     assert summary["settings"]["sidecar_dtype"] == "bfloat16"
+    assert summary["settings"]["sidecar_schedule"] == "parallel"
+    assert seen["sidecar"].options.schedule == "parallel"
     assert " · cpu bfloat16 · " in summary["title"]
     assert any("reduced precision" in n for n in summary["notes"])
     records = [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()]

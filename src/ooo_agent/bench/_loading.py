@@ -204,11 +204,14 @@ def open_sidecar(
     oracle_delay_s: float = 0.0,
     device: str = "cpu",
     dtype: torch.dtype | None = None,
+    schedule: str = "auto",
 ) -> Iterator[SidecarChoice]:
     """The sidecar named by ``spec``, stopped (process) when the block ends.
 
     A local model (preset, folder, adapter folder) is loaded on ``device`` in ``dtype``, in
     this process or, with ``process``, in a ``serve-sidecar`` child given the same choice.
+    ``schedule`` is the in-process sidecar's row schedule (``WaveOptions.schedule``); a
+    sidecar behind HTTP always gets every row in one request.
     """
     from ooo_agent.bench.oracle import ORACLE_LABEL, OracleSidecar
     from ooo_agent.models.presets import PRESETS, adapter_base, load_tokenizer
@@ -256,22 +259,26 @@ def open_sidecar(
             placement = (device, _dtype_name(dtype))
             yield SidecarChoice(sidecar, label + " [own process]", kind, note, placement)
         return
+    from ooo_agent.sidecar._wave import WaveOptions
     from ooo_agent.sidecar.hf import HFSidecar
 
+    options = WaveOptions(schedule=schedule)  # type: ignore[arg-type]
     base = adapter_base(spec)
     if spec in PRESETS:
         from ooo_agent.models import load_preset
 
         model, tokenizer = load_preset(spec, device=device, dtype=dtype)
-        local = HFSidecar(model, tokenizer, num_threads=threads)
+        local = HFSidecar(model, tokenizer, num_threads=threads, options=options)
     elif base is not None:
         from ooo_agent.models.presets import attach_adapter, load_base
 
         model, tokenizer = load_base(base, device=device, dtype=dtype)
         model = attach_adapter(model, spec, merge=True).to(device)
-        local = HFSidecar(model, tokenizer, num_threads=threads)
+        local = HFSidecar(model, tokenizer, num_threads=threads, options=options)
     else:
-        local = HFSidecar.from_pretrained(spec, num_threads=threads, device=device, dtype=dtype)
+        local = HFSidecar.from_pretrained(
+            spec, num_threads=threads, device=device, dtype=dtype, options=options
+        )
     placement = describe_placement(local.model)
     yield SidecarChoice(local, label + " [in-process thread]", kind, note, placement)
 

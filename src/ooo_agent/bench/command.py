@@ -109,6 +109,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="weights' precision of a local sidecar (default auto: bfloat16 where the GPU or "
         "CPU has native bf16 kernels, else float32; never changes the output, only the hint)",
     )
+    add(
+        "--sidecar-schedule",
+        choices=("auto", "parallel", "function-first"),
+        default="auto",
+        help="a local sidecar's row schedule (default auto: function-first on a CPU, the "
+        "function-index row and then the chosen tool's rows; parallel elsewhere)",
+    )
     add("--threads", type=int, default=1, help="torch CPU threads of the target (default 1)")
     add("--sidecar-threads", type=int, default=1, help="torch CPU threads of the sidecar")
     add("--max-new-tokens", type=int, default=256)
@@ -226,6 +233,7 @@ async def _run(args: argparse.Namespace) -> int:
         args.sidecar, threads=args.sidecar_threads, process=args.sidecar_process,
         oracle_delay_s=args.oracle_delay, device=device,
         dtype=_loading.resolve_sidecar_dtype(args.sidecar_dtype, device),
+        schedule=args.sidecar_schedule,
     ) as choice:  # fmt: skip
         if choice.note:
             notes.append(choice.note)
@@ -299,6 +307,7 @@ async def _run(args: argparse.Namespace) -> int:
             "dtype": args.dtype,
             "sidecar_device": choice.placement[0] if choice.placement else None,
             "sidecar_dtype": choice.placement[1] if choice.placement else None,
+            "sidecar_schedule": getattr(choice.sidecar, "schedule", None),
             "target_threads": args.threads,
             "sidecar_threads": args.sidecar_threads,
             "sidecar_process": args.sidecar_process,
