@@ -17,6 +17,7 @@ beside it), each configuration over the same requests after one warm-up wave:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import sys
@@ -24,6 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
+
+from ooo_agent.bench._loading import open_sidecar
 from ooo_agent.sidecar import HintBox, SidecarRequest, WaveOptions
 
 
@@ -50,22 +54,6 @@ def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def _load(spec: str, dtype: str, threads: int) -> Any:
-    import torch
-
-    from ooo_agent.models.presets import PRESETS, adapter_base, attach_adapter, load_base
-    from ooo_agent.sidecar.hf import HFSidecar
-
-    torch_dtype = getattr(torch, dtype)
-    if spec in PRESETS:
-        return HFSidecar.from_preset(spec, dtype=torch_dtype, num_threads=threads)
-    base = adapter_base(spec)
-    if base is None:
-        return HFSidecar.from_pretrained(spec, dtype=torch_dtype, num_threads=threads)
-    model, tokenizer = load_base(base, dtype=torch_dtype)
-    return HFSidecar(attach_adapter(model, spec, merge=True), tokenizer, num_threads=threads)
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from ooo_agent.bench.datasets import load_bfcl
 
@@ -85,42 +73,55 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     loaded: dict[str, Any] = {}
     results: list[dict[str, Any]] = []
     reference: list[Any] | None = None
-    for dtype, schedule in configs:
-        if dtype not in loaded:
-            loaded[dtype] = _load(args.sidecar, dtype, args.threads)
-        sidecar = loaded[dtype]
-        sidecar.options = WaveOptions(schedule=schedule)  # type: ignore[arg-type]
-        warm = items[0]
-        sidecar.run_wave_sync(SidecarRequest(warm.messages, warm.tools), HintBox())
-        hints, waves, functions, slots, rows = [], [], [], [], []
-        for item in items:
-            box = TimedBox()
-            arrival = time.perf_counter()
-            report = sidecar.run_wave_sync(SidecarRequest(item.messages, item.tools, arrival), box)
-            waves.append(report.latency_s)
-            rows.append(float(len(report.answers)))
-            if len(item.tools) > 1 and box.function_at is not None:
-                functions.append(box.function_at - arrival)
-            if box.first_slot_at is not None:
-                slots.append(box.first_slot_at - arrival)
-            hints.append((report.hint.function, dict(report.hint.slots)))
-        if reference is None:
-            reference = hints
-        same = sum(a == b for a, b in zip(reference, hints, strict=True))
-        row = {
-            "dtype": dtype,
-            "schedule": schedule,
-            "requests": len(items),
-            "wave_s": _mean(waves),
-            "function_s": _mean(functions),
-            "first_slot_s": _mean(slots),
-            "rows": _mean(rows),
-            "same_hint": same,
-        }
-        results.append(row)
-        print(json.dumps(row), file=sys.stderr)
+    with contextlib.ExitStack() as stack:
+        for dtype, schedule in configs:
+            if dtype not in loaded:
+                # The bench's own loader: a preset, an adapter folder or a model folder.
+                choice = stack.enter_context(
+                    open_sidecar(args.sidecar, threads=args.threads, dtype=getattr(torch, dtype))
+                )
+                loaded[dtype] = choice.sidecar
+            row = _measure(loaded[dtype], schedule, dtype, items, reference)
+            hints = row.pop("hints")
+            reference = reference if reference is not None else hints
+            results.append(row)
+            print(json.dumps(row), file=sys.stderr)
     return {"sidecar": args.sidecar, "data": str(args.data or args.categories), "n": args.n,
             "threads": args.threads, "results": results}  # fmt: skip
+
+
+def _measure(
+    sidecar: Any, schedule: str, dtype: str, items: list[Any], reference: list[Any] | None
+) -> dict[str, Any]:
+    """One configuration over ``items`` after one warm-up wave; ``hints`` holds its final hints
+    (``same_hint`` compares them with ``reference``, or with themselves when it is None)."""
+    sidecar.options = WaveOptions(schedule=schedule)  # type: ignore[arg-type]
+    warm = items[0]
+    sidecar.run_wave_sync(SidecarRequest(warm.messages, warm.tools), HintBox())
+    hints, waves, functions, slots, rows = [], [], [], [], []
+    for item in items:
+        box = TimedBox()
+        arrival = time.perf_counter()
+        report = sidecar.run_wave_sync(SidecarRequest(item.messages, item.tools, arrival), box)
+        waves.append(report.latency_s)
+        rows.append(float(len(report.answers)))
+        if len(item.tools) > 1 and box.function_at is not None:
+            functions.append(box.function_at - arrival)
+        if box.first_slot_at is not None:
+            slots.append(box.first_slot_at - arrival)
+        hints.append((report.hint.function, dict(report.hint.slots)))
+    same = sum(a == b for a, b in zip(reference or hints, hints, strict=True))
+    return {
+        "dtype": dtype,
+        "schedule": schedule,
+        "requests": len(items),
+        "wave_s": _mean(waves),
+        "function_s": _mean(functions),
+        "first_slot_s": _mean(slots),
+        "rows": _mean(rows),
+        "same_hint": same,
+        "hints": hints,
+    }
 
 
 def _table(report: dict[str, Any]) -> str:

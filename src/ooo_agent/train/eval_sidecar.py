@@ -231,15 +231,16 @@ def run_from_args(args: argparse.Namespace) -> int:
     sidecar, adapter = _load_sidecar(args)
     console = Console(soft_wrap=True)
     excluded = 0
-    if args.exclude_trained:
-        kept = [i for i in items if i.request.id not in _trained_ids(items, adapter)]
+    trained = set(_trained_ids(items, adapter)) if args.exclude_trained else set()
+    if trained:
+        kept = [i for i in items if i.request.id not in trained]
         excluded = len(items) - len(kept)
         if not kept:
             raise DatasetError(f"every request in {args.requests} trained this sidecar")
-        if excluded:
-            console.print(f"left out {excluded} request(s) this sidecar trained on")
+        console.print(f"left out {excluded} request(s) this sidecar trained on")
         items = kept
-    _refuse_training_requests(items, adapter)
+    else:
+        _refuse_training_requests(items, adapter)
 
     def show(number: int, p: SidecarPrediction) -> None:
         slots = json.dumps(dict(p.hint.slots), ensure_ascii=False)[:60]
