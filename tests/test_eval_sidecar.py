@@ -97,6 +97,13 @@ def test_metrics_on_hand_made_predictions() -> None:
     assert [(i.argument_hits, i.argument_n) for i in scores.items] == [(2, 2), (0, 1), (1, 1)]
     data = scores.to_dict()
     assert data["null_recall"] == {"value": 0.75, "hits": 3, "n": 4}
+    # Both function-index rows were answered "0" (b's "[0]" parses to 0): the position is
+    # visible, and so is the rate of always answering the commonest labelled position.
+    assert data["function_index_positions"] == {
+        "label": {"0": 1, "1": 1},
+        "answer": {"0": 2},
+        "baseline": {"value": 0.5, "hits": 1, "n": 2},
+    }
     assert score_predictions(predictions, requests, {}).function_index.value is None
 
 
@@ -154,6 +161,9 @@ def test_scripted_sidecar_scored_against_target_and_gold() -> None:
     assert vs_gold.argument_exact.n == 4
     table = render_table(report)
     assert [c.header for c in table.columns] == ["metric", "vs target", "vs gold"]
+    rows = list(table.columns[0].cells)
+    baseline_row = rows.index("  always the commonest position")
+    assert rows[baseline_row - 1] == "function index"
     json.dumps(report.to_dict())  # the JSON report is serialisable
 
 

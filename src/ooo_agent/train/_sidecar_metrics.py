@@ -4,7 +4,10 @@ For each request, the labels come from :func:`ooo_agent.sidecar.rows.label_rows`
 label call, so a metric compares exactly the answer the adapter was trained to give:
 
 - **function index**: the function-index answer names the labelled tool. Only requests offering
-  two or more tools count: with one tool the wave does not ask (the answer is known);
+  two or more tools count: with one tool the wave does not ask (the answer is known). Beside
+  it, how often each position is labelled and answered, and the **position baseline**: the
+  rate of always answering the most frequent labelled position (a sidecar near it has learned
+  a position, not the tools);
 - **argument exact**: over the labelled function's slots, the predicted JSON value equals the
   label (``null`` included; ``1`` equals ``1.0``); **argument value exact** counts only the
   slots whose label is a value;
@@ -18,6 +21,7 @@ label call, so a metric compares exactly the answer the adapter was trained to g
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
@@ -90,6 +94,15 @@ class SidecarScores:
     hint_exact: Rate = field(default_factory=Rate)
     mean_wave_seconds: float = 0.0
     items: list[ItemScore] = field(default_factory=list)
+    index_labels: Counter[str] = field(default_factory=Counter)
+    """How often each tool position is the label of a scored function-index row."""
+    index_answers: Counter[str] = field(default_factory=Counter)
+    """How often each position was answered (``"?"``: not a valid index)."""
+
+    @property
+    def position_baseline(self) -> Rate:
+        """The function-index rate of always answering the most frequent labelled position."""
+        return Rate(max(self.index_labels.values(), default=0), sum(self.index_labels.values()))
 
     RATES: ClassVar[tuple[str, ...]] = (
         "function_index",
@@ -104,6 +117,11 @@ class SidecarScores:
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"requests": self.requests}
         data.update({name: getattr(self, name).to_dict() for name in self.RATES})
+        data["function_index_positions"] = {
+            "label": dict(sorted(self.index_labels.items())),
+            "answer": dict(sorted(self.index_answers.items())),
+            "baseline": self.position_baseline.to_dict(),
+        }
         data["mean_wave_seconds"] = self.mean_wave_seconds
         data["items"] = [asdict(item) for item in self.items]
         return data
@@ -155,8 +173,11 @@ def _score_one(
         answer = prediction.answers.get(row.key)
         if row.kind == "function_index":
             if len(request.tools) >= 2 and answer is not None:
-                item.function = parse_function_index(answer, len(request.tools)) == int(label)
+                index = parse_function_index(answer, len(request.tools))
+                item.function = index == int(label)
                 scores.function_index.add(item.function)
+                scores.index_labels[label] += 1
+                scores.index_answers["?" if index is None else str(index)] += 1
         elif row.kind == "argument_value" and answer is not None:
             predicted, expected = _value(answer), _value(label)
             if predicted is None:

@@ -173,6 +173,12 @@ def render_table(report: SidecarEvalReport) -> Table:
             rate = getattr(report.scores[name], metric)
             cells.append("–" if rate.value is None else f"{rate.value:.1%} ({rate.hits}/{rate.n})")
         table.add_row(metric.replace("_", " "), *cells)
+        if metric == "function_index":
+            baselines = [report.scores[n].position_baseline for n in names]
+            table.add_row(
+                "  always the commonest position",
+                *("–" if b.value is None else f"{b.value:.1%} ({b.hits}/{b.n})" for b in baselines),
+            )
     table.add_row("mean wave s", *(f"{report.scores[n].mean_wave_seconds:.3f}" for n in names))
     return table
 
