@@ -5,12 +5,19 @@ training (``HermesFormat`` + the tokenizer's chat template). For each item:
 
 - **parsed**: the output holds no malformed call, and at least one call when one is expected;
 - **name**: the called function names equal the expected ones;
-- **ast**: the calls pass :func:`ooo_agent.bench.ast_check.check`.
+- **ast**: the calls pass :func:`ooo_agent.bench.ast_check.check`; a failure is classed
+  (``failure``: ``malformed`` when the output does not parse, else the check's kind — ``name``,
+  ``missing_required``, ``missing_optional``, ``value``, ``type``, ...), counted per category.
 
 Command line (writes a JSON report)::
 
     python -m ooo_agent.train.eval_target --adapter runs/target/adapter \\
         --categories simple_python,multiple --out runs/target/eval.json
+
+Two reports of the same items, side by side (rates, failure classes, and how many items each
+flag gained and lost, item by item)::
+
+    python -m ooo_agent.train.eval_target --compare old.json new.json
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +42,8 @@ __all__ = [
     "CategoryScore",
     "ItemScore",
     "TargetEvalReport",
+    "classify_failures",
+    "compare_reports",
     "engine_generator",
     "evaluate_items",
     "hf_generator",
@@ -57,6 +67,8 @@ class ItemScore:
     name: bool
     ast: bool
     reason: str = ""
+    failure: str = ""
+    """Why ``ast`` failed: ``malformed`` (unparseable output) or the AST check's kind."""
     new_tokens: int = 0
     seconds: float = 0.0
 
@@ -71,6 +83,8 @@ class CategoryScore:
     ast_accuracy: float = 0.0
     mean_new_tokens: float = 0.0
     mean_seconds: float = 0.0
+    failures: dict[str, int] = field(default_factory=dict)
+    """AST failures by class (:attr:`ItemScore.failure`), most frequent first."""
 
 
 @dataclass
@@ -91,10 +105,10 @@ def score_output(item: BenchItem, text: str, fmt: ChatFormat) -> ItemScore:
     calls = [(c.name, c.arguments) for c in parsed.calls]
     parse_ok = not parsed.errors and (bool(calls) or not item.gold)
     if parsed.errors:
-        ast_ok, reason = False, parsed.errors[0].message
+        ast_ok, reason, failure = False, parsed.errors[0].message, "malformed"
     else:
         result = check(calls, item)
-        ast_ok, reason = result.ok, result.reason
+        ast_ok, reason, failure = result.ok, result.reason, result.kind
     return ItemScore(
         id=item.id,
         category=item.category,
@@ -103,6 +117,7 @@ def score_output(item: BenchItem, text: str, fmt: ChatFormat) -> ItemScore:
         name=names_match(calls, item),
         ast=ast_ok,
         reason=reason,
+        failure="" if ast_ok else failure or "other",
     )
 
 
@@ -133,8 +148,101 @@ def evaluate_items(
             ast_accuracy=round(sum(s.ast for s in scores) / n, 4),
             mean_new_tokens=round(sum(s.new_tokens for s in scores) / n, 1),
             mean_seconds=round(sum(s.seconds for s in scores) / n, 3),
+            failures=dict(Counter(s.failure for s in scores if not s.ast).most_common()),
         )
     return report
+
+
+_FLAGS = ("parsed", "name", "ast")
+_RATES = {"parsed": "parse_rate", "name": "name_accuracy", "ast": "ast_accuracy"}
+
+
+def compare_reports(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """Two reports (as written by ``--out``) over the same items, per category.
+
+    For each category both reports scored: ``n`` (items in both), each flag's rate in the old
+    and the new report over those items, how many items the flag ``gained`` (false -> true)
+    and ``lost``, and both reports' failure classes. Items in only one report are counted in
+    ``unmatched``. Raises ``ValueError`` when the reports share no item.
+    """
+    old_items = {str(i["id"]): i for i in old.get("items", [])}
+    result: dict[str, Any] = {}
+    unmatched = len(old_items)
+    for item in new.get("items", []):
+        before = old_items.get(str(item["id"]))
+        if before is None:
+            unmatched += 1
+            continue
+        unmatched -= 1
+        entry = result.setdefault(
+            str(item["category"]),
+            {"n": 0, **{f: {"old": 0, "new": 0, "gained": 0, "lost": 0} for f in _FLAGS}},
+        )
+        entry["n"] += 1
+        for flag in _FLAGS:
+            was, now = bool(before[flag]), bool(item[flag])
+            entry[flag]["old"] += was
+            entry[flag]["new"] += now
+            entry[flag]["gained"] += now and not was
+            entry[flag]["lost"] += was and not now
+        for side, data in (("old", before), ("new", item)):
+            if not data["ast"]:
+                failures = entry.setdefault(f"failures_{side}", Counter())
+                failures[str(data.get("failure") or "unclassified")] += 1
+    if not result:
+        raise ValueError("the two reports share no item")
+    for entry in result.values():
+        for flag in _FLAGS:
+            for side in ("old", "new"):
+                entry[flag][side] = round(entry[flag][side] / entry["n"], 4)
+        for side in ("old", "new"):
+            entry[f"failures_{side}"] = dict(entry.get(f"failures_{side}", Counter()).most_common())
+    return {"categories": result, "unmatched": unmatched}
+
+
+def classify_failures(
+    report: Mapping[str, Any], *, cache_dir: str | os.PathLike[str] | None = None
+) -> int:
+    """Fill in ``failure`` on the failed items of a report written before it was recorded.
+
+    Each such item of a BFCL category is re-scored from its stored output (the same check);
+    others are left as they are. Returns how many items were classified.
+    """
+    from ooo_agent.bench.datasets import BFCL_CATEGORIES
+    from ooo_agent.formats.hermes import HermesFormat
+
+    missing = [
+        i for i in report.get("items", []) if not i.get("ast") and not i.get("failure")
+    ]
+    by_category: dict[str, dict[str, BenchItem]] = {}
+    fmt = HermesFormat()
+    done = 0
+    for entry in missing:
+        category = str(entry.get("category", ""))
+        if category not in BFCL_CATEGORIES:
+            continue
+        if category not in by_category:
+            by_category[category] = {i.id: i for i in load_bfcl(category, cache_dir=cache_dir)}
+        item = by_category[category].get(str(entry["id"]))
+        if item is not None:
+            entry["failure"] = score_output(item, str(entry["output"]), fmt).failure
+            done += 1
+    return done
+
+
+def _print_comparison(comparison: Mapping[str, Any]) -> None:
+    for category, entry in comparison["categories"].items():
+        print(f"{category} ({entry['n']} items in both reports)")
+        for flag in _FLAGS:
+            f = entry[flag]
+            print(
+                f"  {_RATES[flag]:14s} {f['old']:7.2%} -> {f['new']:7.2%}"
+                f"   gained {f['gained']:3d}, lost {f['lost']:3d}"
+            )
+        for side in ("old", "new"):
+            print(f"  AST failures ({side}): {json.dumps(entry[f'failures_{side}'])}")
+    if comparison["unmatched"]:
+        print(f"{comparison['unmatched']} items are in only one of the reports (not compared)")
 
 
 def hf_generator(
@@ -237,8 +345,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also write each request with the target's first valid call (JSONL), "
         "for scoring a sidecar on these held-out requests",
     )
+    parser.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("OLD", "NEW"),
+        default=None,
+        help="compare two JSON reports of the same items (nothing is generated)",
+    )
     parser.add_argument("--cache-dir", default=None)
     args = parser.parse_args(argv)
+    if args.compare:
+        try:
+            old, new = (json.loads(Path(p).read_text(encoding="utf-8")) for p in args.compare)
+            for report_data in (old, new):
+                classify_failures(report_data, cache_dir=args.cache_dir)
+            _print_comparison(compare_reports(old, new))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"error: cannot compare {args.compare[0]} and {args.compare[1]}: {exc}",
+                  file=sys.stderr)
+            return 1
+        return 0
 
     import torch
 
