@@ -2,14 +2,14 @@
 
 Reads the rows written by ``python -m ooo_agent.train.data`` and runs the project's LoRA
 trainer: a thin wrapper over ``ooo-agent train target --recipe cpu-target`` (same run, options
-renamed) whose card records this script's command. The shipped adapter (v2) is v1 trained one
-more epoch on data with the numeric generated tools; its card (``adapters/smollm2-135m-toolcall``)
-has the exact commands::
+renamed) whose card records this script's command. The shipped adapter (v3) is v1 trained
+three more epochs, each warm-starting from the one before on a fresh data draw; its card
+(``adapters/smollm2-135m-toolcall``) has the exact commands, e.g. the last epoch::
 
-    python -m ooo_agent.train.data --out runs/target-data4 --examples 1100 --generated 1200 \\
-        --token-budget 400000 --max-prompt-tokens 600 --seed 1 --mix live_multiple=0.35,...
-    nohup python scripts/train_target.py --data runs/target-data4 --out runs/target4/adapter \\
-        --init-adapter runs/toolcall-v1 --lr 1.5e-4 > runs/target4/train.log 2>&1 &
+    python -m ooo_agent.train.data --out runs/target-data6 --examples 1100 --generated 1200 \\
+        --token-budget 400000 --max-prompt-tokens 600 --seed 3 --mix live_multiple=0.35,...
+    nohup python scripts/train_target.py --data runs/target-data6 --out runs/target6/adapter \\
+        --init-adapter runs/target5/adapter --lr 1.5e-4 > runs/target6/train.log 2>&1 &
 """
 
 from __future__ import annotations
