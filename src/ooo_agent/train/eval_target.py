@@ -35,6 +35,7 @@ from typing import Any
 
 from ooo_agent.bench.ast_check import check, names_match
 from ooo_agent.bench.datasets import BenchItem, load_bfcl, load_jsonl
+from ooo_agent.errors import DatasetError
 from ooo_agent.formats.base import ChatFormat
 from ooo_agent.targets.base import Mode
 
@@ -211,9 +212,7 @@ def classify_failures(
     from ooo_agent.bench.datasets import BFCL_CATEGORIES
     from ooo_agent.formats.hermes import HermesFormat
 
-    missing = [
-        i for i in report.get("items", []) if not i.get("ast") and not i.get("failure")
-    ]
+    missing = [i for i in report.get("items", []) if not i.get("ast") and not i.get("failure")]
     by_category: dict[str, dict[str, BenchItem]] = {}
     fmt = HermesFormat()
     done = 0
@@ -360,9 +359,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             for report_data in (old, new):
                 classify_failures(report_data, cache_dir=args.cache_dir)
             _print_comparison(compare_reports(old, new))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            print(f"error: cannot compare {args.compare[0]} and {args.compare[1]}: {exc}",
-                  file=sys.stderr)
+        except (OSError, ValueError, KeyError, TypeError, DatasetError) as exc:
+            print(
+                f"error: cannot compare {args.compare[0]} and {args.compare[1]}: {exc}",
+                file=sys.stderr,
+            )
             return 1
         return 0
 
