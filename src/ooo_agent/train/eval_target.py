@@ -167,14 +167,12 @@ def compare_reports(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str,
     ``unmatched``. Raises ``ValueError`` when the reports share no item.
     """
     old_items = {str(i["id"]): i for i in old.get("items", [])}
+    new_items = {str(i["id"]): i for i in new.get("items", [])}
     result: dict[str, Any] = {}
-    unmatched = len(old_items)
-    for item in new.get("items", []):
-        before = old_items.get(str(item["id"]))
+    for item_id, item in new_items.items():
+        before = old_items.get(item_id)
         if before is None:
-            unmatched += 1
             continue
-        unmatched -= 1
         entry = result.setdefault(
             str(item["category"]),
             {"n": 0, **{f: {"old": 0, "new": 0, "gained": 0, "lost": 0} for f in _FLAGS}},
@@ -198,7 +196,7 @@ def compare_reports(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str,
                 entry[flag][side] = round(entry[flag][side] / entry["n"], 4)
         for side in ("old", "new"):
             entry[f"failures_{side}"] = dict(entry.get(f"failures_{side}", Counter()).most_common())
-    return {"categories": result, "unmatched": unmatched}
+    return {"categories": result, "unmatched": len(old_items.keys() ^ new_items.keys())}
 
 
 def classify_failures(
