@@ -330,6 +330,45 @@ def test_build_writes_rows_requests_and_stats(tmp_path: Path) -> None:
     assert small["train_requests"] == 2 and small["train_requests_unused"] == 2
 
 
+def test_index_rows_first_spends_the_budget_on_every_requests_tool_choice(tmp_path: Path) -> None:
+    train = [_labelled(i, ("get_time", {"zone": f"Z{i}"})) for i in range(6)]
+    evaluation = [_labelled(20, ("get_weather", {"city": "Rome"}))]
+    tokenizer = ChatMLTokenizer()
+
+    def cost(rows: list[dict[str, str]]) -> int:
+        return sum(len(r["prompt"]) + len(r["completion"]) for r in rows)
+
+    every = [
+        sidecar_rows([item], tokenizer, other_null_fraction=0.0, seed=i)
+        for i, item in enumerate(train)
+    ]
+    index_cost = sum(cost(_index_only(rows)) for rows in every)
+    rest = [cost(rows) - cost(_index_only(rows)) for rows in every]
+    budget = index_cost + rest[0] + rest[1] + 5  # room for two requests' other rows
+    stats = build_sidecar_data(
+        tmp_path, train, evaluation, tokenizer, other_null_fraction=0.0,
+        token_budget=budget, index_rows_first=True,
+    )  # fmt: skip
+    assert stats["train_requests"] == 6 and stats["train_requests_all_rows"] == 2
+    assert stats["rows_by_kind"] == {"function_index": 6, "argument_value": 2, "direct_call": 2}
+    assert stats["train_tokens"] == index_cost + rest[0] + rest[1] <= budget
+    rows = read_rows(tmp_path / "train.jsonl")
+    assert sorted(c for _, c in _index_rows(rows)) == ["1"] * 6  # get_time is tool [1]
+    listing = (tmp_path / "training_requests.txt").read_text().splitlines()
+    assert sorted(line.split("\t")[1] for line in listing) == [f"r{i}" for i in range(6)]
+    # The same budget without the option: whole requests in order, index rows only with them.
+    plain = build_sidecar_data(
+        tmp_path / "plain", train, evaluation, tokenizer, other_null_fraction=0.0,
+        token_budget=budget,
+    )  # fmt: skip
+    assert plain["rows_by_kind"]["function_index"] == plain["train_requests"] < 6
+    assert plain["train_requests_all_rows"] == plain["train_requests"]
+
+
+def _index_only(rows: list[dict[str, str]]) -> list[dict[str, str]]:
+    return [r for r in rows if "Which tool should be called?" in r["prompt"]]
+
+
 def test_cli_labels_writes_and_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     source = tmp_path / "data"
     source.mkdir()

@@ -126,13 +126,45 @@ def sidecar_rows(
     row in whatever order the request lists its tools; without these rows a small sidecar
     learns the position (``0`` is the most frequent answer) rather than the tool.
     """
+    return [
+        row
+        for _kind, row in _kinded_rows(
+            labelled,
+            tokenizer,
+            other_null_fraction=other_null_fraction,
+            direct_call=direct_call,
+            end_of_turn=end_of_turn,
+            seed=seed,
+            template=template,
+            counts=counts,
+            single_tool_index=single_tool_index,
+            index_permutations=index_permutations,
+        )
+    ]
+
+
+def _kinded_rows(
+    labelled: Iterable[LabelledRequest],
+    tokenizer: Any,
+    *,
+    other_null_fraction: float,
+    direct_call: bool,
+    end_of_turn: str,
+    seed: int,
+    template: PromptTemplate | None,
+    counts: RowCounts | None,
+    single_tool_index: bool,
+    index_permutations: int,
+) -> list[tuple[str, dict[str, str]]]:
+    """:func:`sidecar_rows`, each row with its kind (``function_index_permuted`` for the
+    reordered copies)."""
     if not 0.0 <= other_null_fraction <= 1.0:
         raise ValueError(f"other_null_fraction must be in [0, 1], not {other_null_fraction!r}")
     render = template or template_from_tokenizer(tokenizer)
     rng = random.Random(seed)
     orders_rng = random.Random(f"tool-orders-{seed}")  # own stream: other rows stay the same
     tally = counts if counts is not None else RowCounts()
-    rows: list[dict[str, str]] = []
+    rows: list[tuple[str, dict[str, str]]] = []
     for item in labelled:
         if item.call is None:
             continue
@@ -144,7 +176,13 @@ def sidecar_rows(
                     if row.kind == "function_index":
                         tally.by_kind["function_index_permuted"] += 1
                         rows.append(
-                            {"prompt": render(row.messages), "completion": answer + end_of_turn}
+                            (
+                                "function_index_permuted",
+                                {
+                                    "prompt": render(row.messages),
+                                    "completion": answer + end_of_turn,
+                                },
+                            )
                         )
         for row, answer in label_rows(item.request.messages, item.request.tools, item.call):
             if row.kind == "direct_call" and not direct_call:
@@ -159,7 +197,9 @@ def sidecar_rows(
                 tally.skipped_other_null += 1
                 continue
             tally.by_kind[row.kind] += 1
-            rows.append({"prompt": render(row.messages), "completion": answer + end_of_turn})
+            rows.append(
+                (row.kind, {"prompt": render(row.messages), "completion": answer + end_of_turn})
+            )
     return rows
 
 
@@ -221,6 +261,7 @@ def build_sidecar_data(
     token_budget: int | None = None,
     seed: int = 0,
     index_permutations: int = 0,
+    index_rows_first: bool = False,
 ) -> dict[str, Any]:
     """Write the sidecar's rows and labelled requests to ``out_dir``; returns the stats.
 
@@ -230,30 +271,65 @@ def build_sidecar_data(
     of each training request, copied next to the adapter so evaluation can refuse them) and
     ``stats.json``. ``token_budget`` stops adding training requests past that many prompt +
     completion tokens.
+
+    ``index_rows_first``: the function-index rows (and their reordered copies) of *every*
+    labelled training request are taken first, and the budget's remainder goes to the other
+    rows, request by request. Index rows are short (names only) and decide which tool's slots
+    the hint carries; without this a budget spent on the argument rows of a few requests leaves
+    a small sidecar too few tool choices to learn from.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     counts = RowCounts()
     train_rows: list[dict[str, str]] = []
-    used: list[LabelledRequest] = []
+    used: dict[str, LabelledRequest] = {}
     total_tokens = 0
+    with_all_rows = 0  # requests whose every row is in (the rest gave their index rows only)
+    per_request: list[tuple[LabelledRequest, list[tuple[str, dict[str, str]]], RowCounts]] = []
     for index, item in enumerate(i for i in train if i.call is not None):
         item_counts = RowCounts()
-        rows = sidecar_rows(
+        kinded = _kinded_rows(
             [item],
             tokenizer,
             other_null_fraction=other_null_fraction,
+            direct_call=True,
+            end_of_turn=END_OF_TURN,
             seed=seed + index,
+            template=None,
             counts=item_counts,
+            single_tool_index=False,
             index_permutations=index_permutations,
         )
+        per_request.append((item, kinded, item_counts))
+    index_kinds = {"function_index", "function_index_permuted"}
+    if index_rows_first:
+        for item, kinded, _ in per_request:
+            rows = [row for kind, row in kinded if kind in index_kinds]
+            cost = sum(_token_count(tokenizer, r["prompt"] + r["completion"]) for r in rows)
+            if not rows or (token_budget is not None and total_tokens + cost > token_budget):
+                continue
+            counts.by_kind.update(kind for kind, _ in kinded if kind in index_kinds)
+            train_rows.extend(rows)
+            used[request_fingerprint(item.request)] = item
+            total_tokens += cost
+    for item, kinded, item_counts in per_request:
+        if index_rows_first:
+            kinded = [(kind, row) for kind, row in kinded if kind not in index_kinds]
+        rows = [row for _, row in kinded]
         cost = sum(_token_count(tokenizer, r["prompt"] + r["completion"]) for r in rows)
         if token_budget is not None and total_tokens + cost > token_budget:
             break
-        counts.add(item_counts)
+        if index_rows_first:
+            counts.by_kind.update(kind for kind, _ in kinded)
+            counts.skipped_other_null += item_counts.skipped_other_null
+            counts.skipped_single_tool_index += item_counts.skipped_single_tool_index
+        else:
+            counts.add(item_counts)
         train_rows.extend(rows)
-        used.append(item)
+        used.setdefault(request_fingerprint(item.request), item)
         total_tokens += cost
+        with_all_rows += 1
+    used_items = list(used.values())
     random.Random(seed).shuffle(train_rows)  # the trainer sees a mix of requests and kinds
     eval_rows = sidecar_rows(
         evaluation, tokenizer, other_null_fraction=other_null_fraction, seed=seed
@@ -261,17 +337,18 @@ def build_sidecar_data(
 
     _write_jsonl(out / "train.jsonl", train_rows)
     _write_jsonl(out / "eval.jsonl", eval_rows)
-    _write_jsonl(out / "train_requests.jsonl", (i.to_dict() for i in used))
+    _write_jsonl(out / "train_requests.jsonl", (i.to_dict() for i in used_items))
     _write_jsonl(out / "eval_requests.jsonl", (i.to_dict() for i in evaluation))
     (out / "training_requests.txt").write_text(
-        "".join(f"{request_fingerprint(i.request)}\t{i.request.id}\n" for i in used),
+        "".join(f"{request_fingerprint(i.request)}\t{i.request.id}\n" for i in used_items),
         encoding="utf-8",
     )
     problems = Counter(i.problem.split(":")[0] for i in [*train, *evaluation] if i.call is None)
     stats: dict[str, Any] = {
-        "train_requests": len(used),
+        "train_requests": len(used_items),
+        "train_requests_all_rows": with_all_rows,
         "train_requests_labelled": sum(i.call is not None for i in train),
-        "train_requests_unused": sum(i.call is not None for i in train) - len(used),
+        "train_requests_unused": sum(i.call is not None for i in train) - len(used_items),
         "eval_requests": len(evaluation),
         "eval_requests_labelled": sum(i.call is not None for i in evaluation),
         "dropped": dict(problems),
@@ -282,9 +359,10 @@ def build_sidecar_data(
         "skipped_single_tool_index_rows": counts.skipped_single_tool_index,
         "other_null_fraction": other_null_fraction,
         "index_permutations": index_permutations,
+        "index_rows_first": index_rows_first,
         "train_tokens": total_tokens,
         "target_vs_gold": {
-            "train": gold_agreement(used),
+            "train": gold_agreement(used_items),
             "eval": gold_agreement(evaluation),
         },
         "seed": seed,
@@ -370,6 +448,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=2,
         help="extra function-index rows per multi-tool request, tools reordered (default 2)",
     )
+    parser.add_argument(
+        "--index-rows-first",
+        action="store_true",
+        help="take every labelled request's function-index rows before spending the token "
+        "budget on argument and direct-call rows",
+    )
     parser.add_argument("--lenient", action="store_true", help="accept calls needing type fixes")
     parser.add_argument(
         "--no-decontaminate", action="store_true", help="skip the BFCL evaluation-name filter"
@@ -422,6 +506,7 @@ def _run(args: argparse.Namespace) -> int:
         token_budget=args.token_budget,
         seed=args.seed,
         index_permutations=args.index_permutations,
+        index_rows_first=args.index_rows_first,
     )
     print(json.dumps(stats, indent=2))
     return 0
