@@ -39,10 +39,10 @@ class TimedBox(HintBox):
         self.function_at: float | None = None
         self.first_slot_at: float | None = None
 
-    def set_function(self, name: str | None) -> None:
+    def set_function(self, name: str | None, *, from_target: bool = False) -> None:
         if self.function_at is None:
             self.function_at = time.perf_counter()
-        super().set_function(name)
+        super().set_function(name, from_target=from_target)
 
     def set_slot(self, name: str, value: Any) -> None:
         if self.first_slot_at is None:

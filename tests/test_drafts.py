@@ -161,6 +161,30 @@ def test_schema_drafter_ranks_continuations_and_passes_the_hint() -> None:
     assert box.function_step is None or box.function_step <= 4
 
 
+def test_schema_drafter_reports_the_written_function_once() -> None:
+    from ooo_agent.formats import get_format
+
+    tools = [
+        {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+        for n in ("get_weather", "get_time")
+    ]
+    codec = TokenizerCodec(byte_tokenizer())
+    box = HintBox()
+    heard: list[str] = []
+    box.on_target_function(heard.append)
+    drafter = SchemaDrafter(get_format("hermes").skeleton(tools), codec, hint=HintReader(box))
+    assert box.target_reports  # a sidecar may wait for this drafter's report
+    drafter.draft(_context(codec.encode('<tool_call>\n{"name": "get_ti'), codec=codec))
+    assert box.target_function is None and heard == []
+    for text in ('<tool_call>\n{"name": "get_time", "', '<tool_call>\n{"name": "get_time", "a'):
+        drafter.draft(_context(codec.encode(text), codec=codec))
+    assert box.target_function == "get_time" and heard == ["get_time"]
+    # A skeleton that cannot tell the function: no promise to report.
+    plain = HintBox()
+    SchemaDrafter(FakeSkeleton([]), codec, hint=HintReader(plain))
+    assert not plain.target_reports
+
+
 def test_schema_drafter_survives_a_broken_skeleton() -> None:
     class Broken:
         def continuations(self, generated: str, hint: Any = None) -> list[TextDraft]:

@@ -195,3 +195,42 @@ async def test_slow_sidecar_lands_after_the_first_steps(target: HFTarget) -> Non
     assert sidecar.function_arrival_step is not None and sidecar.function_arrival_step >= 3
     assert sidecar.slot_arrival_steps["city"] >= 3
     assert result.raw_text == plain.raw_text
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_the_hint_follows_the_tool_the_embedded_target_writes() -> None:
+    """A sidecar that guessed the other tool: once the real target has written its function
+    name, the hint is for that tool (the drafter reports it through the box); output unchanged."""
+    from ooo_agent.errors import ModelNotAvailableError
+    from ooo_agent.models import load_preset
+    from ooo_agent.sidecar import WaveOptions
+    from ooo_agent.sidecar._wave import WaveAssembler, WavePlan
+    from ooo_agent.sidecar.prompts import chatml_prompt
+
+    try:
+        model, tokenizer = load_preset("smollm2-135m-toolcall")
+    except ModelNotAvailableError as exc:
+        pytest.skip(f"embedded tool-calling adapter not available: {exc}")
+    real = HFTarget(model, tokenizer, "hermes")
+    messages = [{"role": "user", "content": "Convert 12 EUR to USD please."}]
+    plain = await FastToolCaller(real, mode="toolspec", max_new_tokens=64).call(messages, TOOLS, dispatch=False)
+    assert plain.calls, plain.raw_text
+    written = plain.calls[0].name
+    wrong = next(i for i, t in enumerate(TOOLS) if t["function"]["name"] != written)
+
+    class WrongGuess:
+        """Names the other tool at once, then keeps listening until the target has written."""
+
+        async def wave(self, request: SidecarRequest, box: HintBox) -> Hint:
+            options = WaveOptions(schedule="parallel")
+            assembler = WaveAssembler.start(WavePlan.build(request, chatml_prompt, options), box, options)
+            assembler.answer(0, str(wrong))  # row 0: the function-index row
+            with anyio.fail_after(60):
+                while box.target_function is None:
+                    await anyio.sleep(0.005)
+            return assembler.finish().hint
+
+    result = await FastToolCaller(real, WrongGuess(), max_new_tokens=64).call(messages, TOOLS, dispatch=False)
+    assert result.raw_text == plain.raw_text
+    assert result.stats.sidecar.status == "ok" and result.stats.sidecar.function_from_target

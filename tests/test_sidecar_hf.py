@@ -15,7 +15,7 @@ pytest.importorskip("transformers")
 import anyio  # noqa: E402
 
 from ooo_agent.errors import ModelNotAvailableError  # noqa: E402
-from ooo_agent.sidecar import HintBox, SidecarRequest, WaveOptions  # noqa: E402
+from ooo_agent.sidecar import Hint, HintBox, SidecarRequest, WaveOptions  # noqa: E402
 from ooo_agent.sidecar._wave import WaveAssembler, WavePlan  # noqa: E402
 from ooo_agent.sidecar.batch import (  # noqa: E402
     RowResult,
@@ -217,6 +217,95 @@ def test_wave_fills_the_box_function_first(tokenizer: Any) -> None:
         True,
     )
     assert box.function_step == 0 and box.slot_steps == {"days": 0}
+
+
+def test_hint_box_carries_the_targets_function_back() -> None:
+    box = HintBox()
+    heard: list[str] = []
+    box.on_target_function(heard.append)
+    started = time.perf_counter()
+    assert box.wait_target_function(30.0) is None  # nobody reports: no wait at all
+    assert time.perf_counter() - started < 10.0
+    box.expect_target_function()
+    assert box.wait_target_function(0.05) is None  # a reporter, but not yet
+    cancel = threading.Event()
+    cancel.set()
+    started = time.perf_counter()
+    assert box.wait_target_function(30.0, cancel) is None
+    assert time.perf_counter() - started < 10.0
+
+    def broken(_name: str) -> None:
+        raise RuntimeError("listener bug")
+
+    box.on_target_function(broken)  # a faulty listener costs nothing to the others
+    timer = threading.Timer(0.05, box.report_target_function, ["get_time"])
+    timer.start()
+    assert box.wait_target_function(30.0) == "get_time"
+    timer.join()
+    box.report_target_function("get_weather")  # only the first report counts
+    assert box.target_function == "get_time" and heard == ["get_time"]
+    late: list[str] = []
+    box.on_target_function(late.append)  # registered after the report: told at once
+    assert late == ["get_time"]
+    # Slots belong to one function: switching the function drops the other's slots.
+    box.set_function("get_weather")
+    box.set_slot("city", "Paris")
+    box.set_function("get_time", from_target=True)
+    assert box.snapshot() == Hint("get_time", {}, False) and box.function_from_target
+
+
+@pytest.mark.parametrize("follow", [True, False])
+def test_assembler_follows_the_function_the_target_wrote(tokenizer: Any, follow: bool) -> None:
+    options = WaveOptions(schedule="parallel", follow_target=follow)
+    plan = WavePlan.build(
+        SidecarRequest(MESSAGES, TOOLS), template_from_tokenizer(tokenizer), options
+    )
+    box = HintBox()
+    assembler = WaveAssembler.start(plan, box, options)
+    keys = [row.key for row in plan.rows]
+    assembler.answer(keys.index("function"), "0")  # the sidecar guesses get_weather
+    assembler.answer(keys.index("0.city"), '"Paris"')
+    assembler.answer(keys.index("1.zone"), '"CET"')
+    assert box.snapshot().function == "get_weather" and dict(box.snapshot().slots) == {
+        "city": "Paris"
+    }
+    box.report_target_function("get_time")  # the target writes get_time
+    report = assembler.finish()
+    assert report.answers["function"] == "0"  # the sidecar's own answer, for scoring
+    if follow:
+        assert (box.snapshot().function, dict(box.snapshot().slots)) == (
+            "get_time",
+            {"zone": "CET"},
+        )
+        assert box.function_from_target and report.followed_target
+        assert report.hint.function == "get_time" and dict(report.hint.slots) == {"zone": "CET"}
+    else:
+        assert box.snapshot().function == "get_weather" and not box.function_from_target
+        assert report.hint.function == "get_weather" and not report.followed_target
+    with pytest.raises(ValueError):
+        WaveOptions(follow_wait_s=-1)
+
+
+def test_function_first_asks_the_rows_of_the_tool_the_target_wrote(tokenizer: Any) -> None:
+    # The scripted sidecar answers "0" (get_weather); the target writes get_time a little
+    # after the wave starts: the sidecar waits for it, then asks get_time's rows only.
+    sidecar = HFSidecar(_scripted(tokenizer), tokenizer)
+    box = HintBox()
+    box.expect_target_function()
+    timer = threading.Timer(0.05, box.report_target_function, ["get_time"])
+    timer.start()
+    report = anyio.run(sidecar.run_wave, SidecarRequest(MESSAGES, TOOLS), box)
+    timer.join()
+    assert report.arrivals == ["function", "1.zone"]
+    assert report.answers["function"] == "0" and report.followed_target
+    assert report.hint.function == "get_time" and box.function_from_target
+    # Nobody reports (no target drafter listening): the sidecar's own choice, no waiting.
+    slow = HFSidecar(_scripted(tokenizer), tokenizer, options=WaveOptions(follow_wait_s=30.0))
+    started = time.perf_counter()
+    alone = anyio.run(slow.run_wave, SidecarRequest(MESSAGES, TOOLS), HintBox())
+    assert time.perf_counter() - started < 10.0
+    assert sorted(alone.arrivals) == ["0.city", "0.days", "function"]
+    assert alone.hint.function == "get_weather" and not alone.followed_target
 
 
 def test_parallel_schedule_asks_every_row_in_one_batch(tokenizer: Any) -> None:

@@ -109,6 +109,21 @@ def test_partial_name_completes_only_matching_tools() -> None:
     assert skeleton.continuations('<tool_call>\n{"name": "zzz') == []
 
 
+@pytest.mark.parametrize("fmt_name", FORMAT_NAMES)
+def test_written_function_is_the_first_calls_complete_name(fmt_name: str) -> None:
+    fmt = get_format(fmt_name)
+    skeleton = fmt.skeleton(TOOLS)
+    text = fmt.render_calls([("get_time", {"tz": "UTC"}), ("get_weather", {"city": "Oslo"})])
+    name_end = text.index("get_time") + len("get_time")
+    assert skeleton.written_function(text[: name_end - 2]) is None  # name not finished
+    # Complete once its closing quote is written; a later call never changes the answer.
+    assert skeleton.written_function(text[: name_end + 1]) == "get_time"
+    assert skeleton.written_function(text) == "get_time"
+    assert skeleton.written_function("") is None
+    unknown = fmt.render_calls([("zzz", {})])
+    assert skeleton.written_function(unknown) is None
+
+
 def test_after_a_call_drafts_the_next_call_and_prose_gets_nothing() -> None:
     fmt = get_format("hermes")
     skeleton = fmt.skeleton(TOOLS)

@@ -164,6 +164,7 @@ class FastToolCaller:
                 stats.sidecar.function_arrival_step = box.function_step
                 stats.sidecar.slot_arrival_steps = dict(box.slot_steps)
                 stats.sidecar.hint_tokens_accepted = generation.stats.accepted_by_drafter.get("hint", 0)
+                stats.sidecar.function_from_target = box.function_from_target
 
             result.raw_text = generation.text
             started = time.perf_counter()

@@ -186,6 +186,9 @@ class SidecarStats:
     slot_arrival_steps: dict[str, int] = field(default_factory=dict)
     """The same, per slot value."""
     hint_tokens_accepted: int = 0
+    function_from_target: bool = False
+    """The hint's function is the one the target wrote, which the sidecar's index row had not
+    named (it named another tool, or had not answered yet; ``WaveOptions.follow_target``)."""
     wait_s: float = 0.0
     """Time the target spent waiting for the sidecar: ~0 by design."""
     predicted: str | None = None

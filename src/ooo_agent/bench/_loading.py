@@ -205,14 +205,24 @@ def open_sidecar(
     device: str = "cpu",
     dtype: torch.dtype | None = None,
     schedule: str = "auto",
+    follow_target: bool = True,
+    follow_wait_s: float = 1.0,
 ) -> Iterator[SidecarChoice]:
     """The sidecar named by ``spec``, stopped (process) when the block ends.
 
     A local model (preset, folder, adapter folder) is loaded on ``device`` in ``dtype``, in
     this process or, with ``process``, in a ``serve-sidecar`` child given the same choice.
     ``schedule`` is the in-process sidecar's row schedule (``WaveOptions.schedule``); a
-    sidecar behind HTTP always gets every row in one request.
+    sidecar behind HTTP always gets every row in one request. ``follow_target`` and
+    ``follow_wait_s`` are ``WaveOptions``' (every model-backed sidecar).
     """
+    from ooo_agent.sidecar._wave import WaveOptions
+
+    options = WaveOptions(
+        schedule=schedule,  # type: ignore[arg-type]
+        follow_target=follow_target,
+        follow_wait_s=follow_wait_s,
+    )
     from ooo_agent.bench.oracle import ORACLE_LABEL, OracleSidecar
     from ooo_agent.models.presets import PRESETS, adapter_base, load_tokenizer
 
@@ -226,7 +236,8 @@ def open_sidecar(
     if spec.startswith(("http://", "https://")):
         from ooo_agent.sidecar.openai import OpenAISidecar
 
-        yield SidecarChoice(OpenAISidecar(spec), f"remote sidecar {spec}", "remote")
+        remote = OpenAISidecar(spec, options=options)
+        yield SidecarChoice(remote, f"remote sidecar {spec}", "remote")
         return
     note = ""
     if spec == "auto":
@@ -255,14 +266,14 @@ def open_sidecar(
         with _sidecar_process(spec, threads, device=device, dtype=dtype) as url:
             from ooo_agent.sidecar.openai import OpenAISidecar
 
-            sidecar = OpenAISidecar(url, template=load_tokenizer(spec), timeout=120.0)
+            sidecar = OpenAISidecar(
+                url, template=load_tokenizer(spec), timeout=120.0, options=options
+            )
             placement = (device, _dtype_name(dtype))
             yield SidecarChoice(sidecar, label + " [own process]", kind, note, placement)
         return
-    from ooo_agent.sidecar._wave import WaveOptions
     from ooo_agent.sidecar.hf import HFSidecar
 
-    options = WaveOptions(schedule=schedule)  # type: ignore[arg-type]
     base = adapter_base(spec)
     if spec in PRESETS:
         from ooo_agent.models import load_preset

@@ -116,6 +116,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="a local sidecar's row schedule (default auto: function-first on a CPU, the "
         "function-index row and then the chosen tool's rows; parallel elsewhere)",
     )
+    add(
+        "--sidecar-follow",
+        choices=("on", "off"),
+        default="on",
+        help="on (default): once the target has written its function name, the hint carries "
+        "that tool's slots, whatever the sidecar's function-index row said; off: the "
+        "sidecar's choice only (the method as published)",
+    )
+    add(
+        "--sidecar-follow-wait",
+        type=float,
+        default=1.0,
+        help="function-first schedule with --sidecar-follow on: seconds the sidecar waits "
+        "for the target's function name after its own index row (default 1.0; the target "
+        "never waits)",
+    )
     add("--threads", type=int, default=1, help="torch CPU threads of the target (default 1)")
     add("--sidecar-threads", type=int, default=1, help="torch CPU threads of the sidecar")
     add("--max-new-tokens", type=int, default=256)
@@ -233,7 +249,8 @@ async def _run(args: argparse.Namespace) -> int:
         args.sidecar, threads=args.sidecar_threads, process=args.sidecar_process,
         oracle_delay_s=args.oracle_delay, device=device,
         dtype=_loading.resolve_sidecar_dtype(args.sidecar_dtype, device),
-        schedule=args.sidecar_schedule,
+        schedule=args.sidecar_schedule, follow_target=args.sidecar_follow == "on",
+        follow_wait_s=args.sidecar_follow_wait,
     ) as choice:  # fmt: skip
         if choice.note:
             notes.append(choice.note)
@@ -308,6 +325,8 @@ async def _run(args: argparse.Namespace) -> int:
             "sidecar_device": choice.placement[0] if choice.placement else None,
             "sidecar_dtype": choice.placement[1] if choice.placement else None,
             "sidecar_schedule": getattr(choice.sidecar, "schedule", None),
+            "sidecar_follow_target": args.sidecar_follow == "on",
+            "sidecar_follow_wait_s": args.sidecar_follow_wait,
             "target_threads": args.threads,
             "sidecar_threads": args.sidecar_threads,
             "sidecar_process": args.sidecar_process,

@@ -78,6 +78,8 @@ class RequestRecord:
     sidecar_slot_steps: dict[str, int] = field(default_factory=dict)
     """Target decode step at which each hinted slot value landed (0: before the first)."""
     hint_tokens_accepted: int = 0
+    sidecar_function_from_target: bool = False
+    """The hint's function was switched to the one the target wrote."""
     identical: bool | None = None
     """Same output as ``vanilla`` for this request (None for vanilla itself or when not run)."""
     ast_ok: bool = False
@@ -131,6 +133,8 @@ class ModeSummary:
     sidecar_latency_s: float | None = None
     sidecar_function_step: float | None = None
     hint_tokens_accepted: float | None = None
+    function_from_target: float | None = None
+    """Share of the sidecar's calls whose hint function was switched to the target's."""
     failed: int = 0
     """Requests that raised (counted as AST failures, left out of latency figures)."""
 
@@ -244,6 +248,11 @@ def summarize(
                 sidecar_function_step=percentile(arrivals, 50) if arrivals else None,
                 hint_tokens_accepted=(
                     _mean([float(r.hint_tokens_accepted) for r in with_sidecar])
+                    if with_sidecar
+                    else None
+                ),
+                function_from_target=(
+                    _mean([float(r.sidecar_function_from_target) for r in with_sidecar])
                     if with_sidecar
                     else None
                 ),

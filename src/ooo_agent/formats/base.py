@@ -41,6 +41,11 @@ class CallSkeleton(ABC):
     def continuations(self, generated: str, hint: Hint | None = None) -> list[TextDraft]:
         """Likely continuations of ``generated`` (the model's output so far), best first."""
 
+    def written_function(self, generated: str) -> str | None:
+        """The offered tool named by the first call in ``generated``, once its name is
+        complete (None before, or when the skeleton cannot tell)."""
+        return None
+
 
 class ChatFormat(ABC):
     """How a model is prompted with tools and how it writes calls."""

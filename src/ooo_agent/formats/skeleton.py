@@ -129,11 +129,32 @@ class SchemaSkeleton(CallSkeleton):
         typed = body[state.at :]
         return _select(self._candidates(state, hinted, typed), typed)
 
+    def written_function(self, generated: str) -> str | None:
+        """The tool named by the first call in ``generated`` once its closing quote is written."""
+        start = self._call_start(generated, first=True)
+        if start < 0:
+            return None
+        body = generated[start:]
+        name_end = string_end(body, 0)
+        if name_end < 0:
+            return None
+        name = decode_string(body[: name_end - 1])
+        return name if name is not None and name in self._tools else None
+
     # -- locating the current call -----------------------------------------------------
-    def _call_start(self, generated: str) -> int:
-        """Index just after the prefix of the last call started in ``generated``, or -1."""
+    def _call_start(self, generated: str, *, first: bool = False) -> int:
+        """Index just after the prefix of the last call started in ``generated`` (the first
+        with ``first``), or -1."""
         syntax = self.syntax
         if syntax.anchor is not None:
+            if first:
+                at = generated.find(syntax.anchor)
+                while at >= 0:
+                    match = syntax.prefix_re.match(generated, at)
+                    if match:
+                        return match.end()
+                    at = generated.find(syntax.anchor, at + 1)
+                return -1
             at = generated.rfind(syntax.anchor)
             while at >= 0:
                 match = syntax.prefix_re.match(generated, at)
@@ -145,7 +166,7 @@ class SchemaSkeleton(CallSkeleton):
         if top is None or not generated.startswith(top.text):
             top = self._local.top = TopLevelScan()
         top.feed(generated)
-        for at in reversed(top.starts):
+        for at in top.starts if first else reversed(top.starts):
             match = syntax.prefix_re.match(generated, at)
             if match:
                 return match.end()

@@ -40,6 +40,8 @@ class WaveReport:
     """Raw answer text of every row asked, by row key."""
     latency_s: float = 0.0
     """From the request's arrival to the wave's last answer."""
+    followed_target: bool = False
+    """The hint is for the function the target wrote (``WaveOptions.follow_target``)."""
 
 
 @dataclass(frozen=True)
@@ -59,16 +61,27 @@ class WaveOptions:
             row costs time, the function and its slots land much earlier. ``auto``:
             ``function-first`` for a model on the CPU, else ``parallel``. HTTP backends always
             send one request with every row.
+        follow_target: once the target has written its function name (the drafter reports it
+            through the box), hint that tool's slots, whatever the function-index row said.
+            The target never waits for it; a wrong tool choice by the sidecar then costs only
+            the slots not yet asked, not the whole hint.
+        follow_wait_s: ``function-first`` with ``follow_target``: after the function-index row,
+            how long the sidecar waits for the target's name before asking its own choice's
+            rows (the sidecar waits, never the target). 0: never wait.
     """
 
     ask_single_tool: bool = False
     max_rows: int | None = None
     check_slots: bool = True
     schedule: Literal["auto", "parallel", "function-first"] = "auto"
+    follow_target: bool = True
+    follow_wait_s: float = 1.0
 
     def __post_init__(self) -> None:
         if self.max_rows is not None and self.max_rows < 1:
             raise ValueError(f"max_rows must be at least 1, not {self.max_rows}")
+        if self.follow_wait_s < 0:
+            raise ValueError(f"follow_wait_s must be at least 0, not {self.follow_wait_s}")
         if self.schedule not in ("auto", "parallel", "function-first"):
             raise ValueError(f"unknown schedule {self.schedule!r}")
 
@@ -113,17 +126,38 @@ class WaveAssembler:
     arrivals: list[str] = field(default_factory=list)
     """Row keys in the order their answers arrived (``function``, ``<index>.<param>``)."""
     _function: int | None = None
+    followed: bool = False
+    """True once the target's own function replaced the function-index row's answer."""
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def start(cls, plan: WavePlan, box: HintBox, options: WaveOptions) -> WaveAssembler:
-        """A new assembler; publishes the function at once when the plan already knows it."""
+        """A new assembler; publishes the function at once when the plan already knows it,
+        and (``options.follow_target``) listens for the function the target writes."""
         check = slot_checker(plan.request.tools) if options.check_slots else None
         assembler = cls(plan, box, check)
         if plan.known_function is not None:
             assembler.function_answer = str(plan.known_function)
             assembler._publish_function(plan.known_function)
+        elif options.follow_target and len(plan.request.tools) > 1:
+            box.on_target_function(assembler.follow)
         return assembler
+
+    @property
+    def function(self) -> int | None:
+        """The tool index the hint is for now (None: not known yet)."""
+        return self._function
+
+    def follow(self, name: str) -> None:
+        """The target wrote ``name``: hint that tool (its slots answered so far at once)."""
+        names = [t["function"]["name"] for t in self._tools]
+        if name not in names:
+            return
+        index = names.index(name)
+        with self._lock:
+            self.followed = True
+            if index != self._function:
+                self._publish_function(index, from_target=True)
 
     @property
     def _tools(self) -> Sequence[Mapping[str, Any]]:
@@ -137,7 +171,7 @@ class WaveAssembler:
             if row.kind == "function_index":
                 self.function_answer = text
                 index = parse_function_index(text, len(self._tools))
-                if index is not None:
+                if index is not None and not self.followed:
                     self._publish_function(index)
             elif row.kind == "argument_value" and row.param is not None:
                 self.slot_answers[row.key] = text
@@ -149,7 +183,7 @@ class WaveAssembler:
         with self._lock:
             return assemble_hint(
                 self._tools,
-                self.function_answer,
+                str(self._function) if self.followed else self.function_answer,
                 dict(self.slot_answers),
                 check=self.check,
                 complete=complete,
@@ -164,14 +198,15 @@ class WaveAssembler:
             if self.function_answer is not None:
                 answers["function"] = self.function_answer
             arrivals = list(self.arrivals)
+            followed = self.followed
         latency = time.perf_counter() - self.plan.request.arrival
-        return WaveReport(hint, dropped, arrivals, answers, latency)
+        return WaveReport(hint, dropped, arrivals, answers, latency, followed)
 
     # -- publishing (called with the lock held) -------------------------------------
-    def _publish_function(self, index: int) -> None:
+    def _publish_function(self, index: int, *, from_target: bool = False) -> None:
         self._function = index
         name, params = tool_signatures(self._tools)[index]
-        self.box.set_function(name)
+        self.box.set_function(name, from_target=from_target)
         for param in params:
             raw = self.slot_answers.get(f"{index}.{param}")
             if raw is not None:

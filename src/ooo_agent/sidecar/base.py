@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -52,6 +52,11 @@ class HintBox:
     it (the reader reports each step through :meth:`mark_step` just before drafting it, so a
     part that lands while step ``k`` is being verified counts as step ``k + 1``; 0 means it
     landed before the first draft).
+
+    The box also carries one fact the other way: the function the target itself wrote
+    (:meth:`report_target_function`, from the drafter, once the first call's name is complete).
+    A sidecar that listens (:meth:`on_target_function`) can then hint that tool's slots instead
+    of its own guess: a hint for another tool than the one being written is worth nothing.
     """
 
     def __init__(self) -> None:
@@ -64,12 +69,24 @@ class HintBox:
         self.function_step: int | None = None
         self.slot_steps: dict[str, int] = {}
         self.finished_at: float | None = None
+        self.function_from_target = False
+        """True when the published function is the one the target wrote, not the sidecar's."""
+        self._target_function: str | None = None
+        self._target_known = threading.Event()
+        self.target_reports = False
+        """True once a reader has said it will report the target's function
+        (:meth:`expect_target_function`); a sidecar waits for it only then."""
+        self._listeners: list[Callable[[str], None]] = []
 
     # -- writer side ---------------------------------------------------------------
-    def set_function(self, name: str | None) -> None:
+    def set_function(self, name: str | None, *, from_target: bool = False) -> None:
+        """Publish the hint's function; slots published for another function are dropped."""
         with self._lock:
+            if self._function is not None and name != self._function:
+                self._slots.clear()
             self._function = name
             self.function_step = self._step + 1
+            self.function_from_target = from_target
             self.version += 1
 
     def set_slot(self, name: str, value: Any) -> None:
@@ -84,7 +101,57 @@ class HintBox:
             self.finished_at = time.perf_counter()
             self.version += 1
 
+    def on_target_function(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(name)`` once the target's function is known (at once if it is)."""
+        with self._lock:
+            known = self._target_function
+            if known is None:
+                self._listeners.append(listener)
+        if known is not None:
+            listener(known)
+
+    def wait_target_function(
+        self, timeout: float, cancel: threading.Event | None = None
+    ) -> str | None:
+        """The target's function, waiting up to ``timeout`` s for it (None if still unknown
+        or ``cancel`` was set meanwhile). Returns at once when no reader reports it
+        (:attr:`target_reports`). For a sidecar's own thread, never the target's."""
+        deadline = time.perf_counter() + timeout
+        while self.target_reports and not self._target_known.is_set():
+            left = deadline - time.perf_counter()
+            if left <= 0 or (cancel is not None and cancel.is_set()):
+                break
+            self._target_known.wait(min(left, 0.02))
+        return self._target_function
+
+    @property
+    def target_function(self) -> str | None:
+        """The function the target wrote in its first call, once reported."""
+        return self._target_function
+
     # -- reader side ---------------------------------------------------------------
+    def expect_target_function(self) -> None:
+        """Say that :meth:`report_target_function` will be called (a sidecar may wait for
+        it)."""
+        self.target_reports = True
+
+    def report_target_function(self, name: str) -> None:
+        """Called by the target's drafter once its first call's function name is written.
+
+        Only the first report counts. Listeners run in the caller's thread, outside the box's
+        lock; one that raises is ignored (a hint is never worth a failed call)."""
+        with self._lock:
+            if self._target_function is not None:
+                return
+            self._target_function = name
+            listeners, self._listeners = self._listeners, []
+        self._target_known.set()
+        for listener in listeners:
+            try:
+                listener(name)
+            except Exception:  # a listener's fault only costs the hint
+                continue
+
     def mark_step(self, step: int) -> None:
         """Called by the target just before building step ``step``'s drafts."""
         self._step = step

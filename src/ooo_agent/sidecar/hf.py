@@ -190,12 +190,13 @@ class HFSidecar:
         return "function-first" if getattr(device, "type", "cpu") == "cpu" else "parallel"
 
     def _schedule(
-        self, plan: WavePlan
+        self, plan: WavePlan, assembler: WaveAssembler, cancel: threading.Event | None
     ) -> tuple[list[int], Callable[[list[RowResult]], list[int]] | None]:
         has_index = any(row.kind == "function_index" for row in plan.rows)
         if self.schedule != "function-first" or not has_index or len(plan.rows) < 2:
             return [], None
-        return _function_first(plan)
+        wait = self.options.follow_wait_s if self.options.follow_target else 0.0
+        return _function_first(plan, assembler, wait, cancel)
 
     def _generate(
         self, plan: WavePlan, assembler: WaveAssembler, cancel: threading.Event | None
@@ -205,7 +206,7 @@ class HFSidecar:
 
         try:
             prompts = [self.generator.encode(text) for text in plan.prompts]
-            first, then = self._schedule(plan)
+            first, then = self._schedule(plan, assembler, cancel)
             return self.generator.generate(
                 prompts,
                 max_new_tokens=self.max_new_tokens,
@@ -220,14 +221,24 @@ class HFSidecar:
             raise SidecarError(f"sidecar generation failed: {type(exc).__name__}: {exc}") from exc
 
 
-def _function_first(plan: WavePlan) -> tuple[list[int], Callable[[list[RowResult]], list[int]]]:
-    """The function-index row first; then the argument rows of the tool it names (none if it
-    names none: without a function no slot can reach the hint)."""
+def _function_first(
+    plan: WavePlan,
+    assembler: WaveAssembler,
+    follow_wait_s: float = 0.0,
+    cancel: threading.Event | None = None,
+) -> tuple[list[int], Callable[[list[RowResult]], list[int]]]:
+    """The function-index row first; then the argument rows of one tool: the one the target
+    wrote when it is known within ``follow_wait_s`` (the assembler follows it), else the one the
+    row names (none if it names none: without a function no slot can reach the hint)."""
     head = [i for i, row in enumerate(plan.rows) if row.kind == "function_index"]
     count = len(plan.request.tools)
 
     def then(results: list[RowResult]) -> list[int]:
         index = parse_function_index(results[0].text.strip(), count)
+        if follow_wait_s > 0:
+            assembler.box.wait_target_function(follow_wait_s, cancel)
+        if assembler.followed:
+            index = assembler.function
         if index is None:
             return []
         return [

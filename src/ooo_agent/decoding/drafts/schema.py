@@ -75,8 +75,13 @@ class SchemaDrafter:
         self.tail_tokens = tail_tokens
         self.boundaries: Counter[str] = Counter()
         self.errors = 0
+        self._reported = False
+        if hint is not None and getattr(skeleton, "written_function", None) is not None:
+            hint.box.expect_target_function()
 
     def draft(self, context: DraftContext) -> list[TokenDraft]:
+        if self.hint is not None and not self._reported:
+            self._report_function(context.generated_text)
         hint = self.hint.hint if self.hint is not None else None
         try:
             continuations = list(self.skeleton.continuations(context.generated_text, hint))
@@ -102,3 +107,20 @@ class SchemaDrafter:
 
     def observe(self, context: DraftContext, accepted: Sequence[int]) -> None:
         return None
+
+    def _report_function(self, generated: str) -> None:
+        """Tell the sidecar (through the hint box) which tool the target is calling, once."""
+        assert self.hint is not None
+        written = getattr(self.skeleton, "written_function", None)
+        if written is None:
+            self._reported = True  # this skeleton cannot tell
+            return
+        try:
+            name = written(generated)
+        except Exception:
+            self.errors += 1
+            self._reported = True
+            return
+        if isinstance(name, str):
+            self._reported = True
+            self.hint.box.report_target_function(name)
