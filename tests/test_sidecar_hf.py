@@ -22,7 +22,7 @@ from ooo_agent.sidecar.batch import (  # noqa: E402
     SharedPrefixGenerator,
     common_prefix_length,
 )
-from ooo_agent.sidecar.hf import HFSidecar  # noqa: E402
+from ooo_agent.sidecar.hf import HFSidecar, _function_first  # noqa: E402
 from ooo_agent.sidecar.prompts import chatml_prompt, template_from_tokenizer  # noqa: E402
 from sidecar_tiny import ScriptedLM, make_model, make_tokenizer  # noqa: E402
 
@@ -287,9 +287,10 @@ def test_assembler_follows_the_function_the_target_wrote(tokenizer: Any, follow:
 
 
 def test_function_first_asks_the_rows_of_the_tool_the_target_wrote(tokenizer: Any) -> None:
-    # The scripted sidecar answers "0" (get_weather); the target writes get_time a little
-    # after the wave starts: the sidecar waits for it, then asks get_time's rows only.
-    sidecar = HFSidecar(_scripted(tokenizer), tokenizer)
+    # The scripted sidecar answers "0" (get_weather). With a wait, a target that writes
+    # get_time a little after the wave starts is waited for: only get_time's rows are asked.
+    options = WaveOptions(follow_wait_s=30.0)
+    sidecar = HFSidecar(_scripted(tokenizer), tokenizer, options=options)
     box = HintBox()
     box.expect_target_function()
     timer = threading.Timer(0.05, box.report_target_function, ["get_time"])
@@ -300,12 +301,41 @@ def test_function_first_asks_the_rows_of_the_tool_the_target_wrote(tokenizer: An
     assert report.answers["function"] == "0" and report.followed_target
     assert report.hint.function == "get_time" and box.function_from_target
     # Nobody reports (no target drafter listening): the sidecar's own choice, no waiting.
-    slow = HFSidecar(_scripted(tokenizer), tokenizer, options=WaveOptions(follow_wait_s=30.0))
     started = time.perf_counter()
-    alone = anyio.run(slow.run_wave, SidecarRequest(MESSAGES, TOOLS), HintBox())
+    alone = anyio.run(sidecar.run_wave, SidecarRequest(MESSAGES, TOOLS), HintBox())
     assert time.perf_counter() - started < 10.0
     assert sorted(alone.arrivals) == ["0.city", "0.days", "function"]
     assert alone.hint.function == "get_weather" and not alone.followed_target
+
+
+def test_function_first_without_waiting_asks_the_targets_tool_next(tokenizer: Any) -> None:
+    """No wait (the default): the chosen tool's rows at once; once the target has written
+    another tool, that tool's rows in the next phase; nothing asked twice."""
+    plan = WavePlan.build(
+        SidecarRequest(MESSAGES, TOOLS), template_from_tokenizer(tokenizer), WaveOptions()
+    )
+    box = HintBox()
+    assembler = WaveAssembler.start(plan, box, WaveOptions())
+    head, then = _function_first(plan, assembler)
+    keys = [row.key for row in plan.rows]
+    assert [keys[i] for i in head] == ["function"]
+    index_row = RowResult(head[0], [], "0", "stop")
+    assert sorted(keys[i] for i in then([index_row])) == ["0.city", "0.days"]
+    assert then([index_row]) == []  # the target has not written yet: nothing more
+    box.report_target_function("get_time")
+    assert [keys[i] for i in then([index_row])] == ["1.zone"]
+    assert then([index_row]) == []
+    # A target known before the index row answers: its tool's rows only.
+    early = HintBox()
+    early.report_target_function("get_time")
+    known = WaveAssembler.start(plan, early, WaveOptions())
+    _, then_known = _function_first(plan, known)
+    assert [keys[i] for i in then_known([index_row])] == ["1.zone"]
+    assert then_known([index_row]) == []
+    # The whole wave with the report already in: the same rows, the hint for get_time.
+    sidecar = HFSidecar(_scripted(tokenizer), tokenizer)
+    report = anyio.run(sidecar.run_wave, SidecarRequest(MESSAGES, TOOLS), early)
+    assert report.arrivals == ["function", "1.zone"] and report.hint.function == "get_time"
 
 
 def test_parallel_schedule_asks_every_row_in_one_batch(tokenizer: Any) -> None:
@@ -337,18 +367,23 @@ def test_phases_change_when_rows_run_never_what_they_answer(kind: str, tokenizer
     together = gen.generate(prompts, max_new_tokens=6)
     seen: list[list[int]] = []
     order: list[int] = []
+    last = len(prompts) - 1
+    assert last > 2
+    # Asked after every phase: the last row, then row 2, then the last again (already run:
+    # the end). Rows never named are skipped.
+    answers = iter([[last], [2, last], [last]])
 
     def then(results: list[RowResult]) -> list[int]:
         seen.append([r.index for r in results])
-        return [len(prompts) - 1]  # only the last row runs afterwards
+        return next(answers)
 
     phased = gen.generate(
         prompts, max_new_tokens=6, first=[0, 1], then=then, on_row=lambda r: order.append(r.index)
     )
-    assert seen == [[0, 1]]
-    assert sorted(order[:2]) == [0, 1] and order[2:] == [len(prompts) - 1]
+    assert seen == [[0, 1]] * 3
+    assert sorted(order[:2]) == [0, 1] and order[2:] == [last, 2]
     for i, (alone, result) in enumerate(zip(together, phased, strict=True)):
-        if i in (0, 1, len(prompts) - 1):
+        if i in (0, 1, 2, last):
             assert result.token_ids == alone.token_ids and result.finish_reason != "skipped"
         else:
             assert result.finish_reason == "skipped" and (result.text, result.token_ids) == ("", [])

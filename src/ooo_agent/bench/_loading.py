@@ -206,7 +206,7 @@ def open_sidecar(
     dtype: torch.dtype | None = None,
     schedule: str = "auto",
     follow_target: bool = True,
-    follow_wait_s: float = 1.0,
+    follow_wait_s: float = 0.0,
 ) -> Iterator[SidecarChoice]:
     """The sidecar named by ``spec``, stopped (process) when the block ends.
 

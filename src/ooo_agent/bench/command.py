@@ -127,9 +127,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add(
         "--sidecar-follow-wait",
         type=float,
-        default=1.0,
+        default=0.0,
         help="function-first schedule with --sidecar-follow on: seconds the sidecar waits "
-        "for the target's function name after its own index row (default 1.0; the target "
+        "for the target's function name after its own index row (default 0; the target "
         "never waits)",
     )
     add("--threads", type=int, default=1, help="torch CPU threads of the target (default 1)")

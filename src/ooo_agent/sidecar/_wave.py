@@ -67,7 +67,10 @@ class WaveOptions:
             the slots not yet asked, not the whole hint.
         follow_wait_s: ``function-first`` with ``follow_target``: after the function-index row,
             how long the sidecar waits for the target's name before asking its own choice's
-            rows (the sidecar waits, never the target). 0: never wait.
+            rows (the sidecar waits, never the target). 0 (the default): never wait — the
+            chosen tool's rows run at once, and the target's tool's rows after them if it
+            writes another (waiting delays the slots of every right choice; measured in
+            docs/benchmarks.md).
     """
 
     ask_single_tool: bool = False
@@ -75,7 +78,7 @@ class WaveOptions:
     check_slots: bool = True
     schedule: Literal["auto", "parallel", "function-first"] = "auto"
     follow_target: bool = True
-    follow_wait_s: float = 1.0
+    follow_wait_s: float = 0.0
 
     def __post_init__(self) -> None:
         if self.max_rows is not None and self.max_rows < 1:

@@ -175,7 +175,8 @@ class SharedPrefixGenerator:
         ``on_row`` is called from this thread as each row finishes; ``cancel`` is checked
         before every forward pass (:class:`GenerationCancelled` when set). Rows listed in
         ``first`` run to completion before the others; ``then`` (given their results) returns
-        which other rows to run — rows it leaves out come back ``skipped``. Every row's answer
+        which other rows to run next, and is asked again after each such phase until it names
+        no row that has not run — rows never named come back ``skipped``. Every row's answer
         is what it would be alone: phases only change when rows run.
         """
         if max_new_tokens < 0:
@@ -255,16 +256,20 @@ class _Run:
         prefix = self._prefill_prefix(prefix_len, 1)
         head = _repeated(prefix, len(first)) if prefix_len else self._prefill_prefix(0, 0)
         self._decode(head, prefix_len, list(first))
-        rest = [i for i in every if i not in self.results]
-        chosen = set(then([self.results[i] for i in first])) if then is not None else set(rest)
-        later = [i for i in rest if i in chosen]
-        for i in rest:
-            if i not in chosen:
+        heads = [self.results[i] for i in first]
+        while True:
+            rest = [i for i in every if i not in self.results]
+            chosen = set(then(heads)) if then is not None else set(rest)
+            later = [i for i in rest if i in chosen]
+            if not later:
+                break
+            cache = _repeated(prefix, len(later)) if prefix_len else self._prefill_prefix(0, 0)
+            self._decode(cache, prefix_len, later)
+            if then is None:
+                break
+        for i in every:
+            if i not in self.results:
                 self.results[i] = RowResult(i, [], "", "skipped")
-        if later:
-            if prefix_len and len(later) > 1:
-                prefix.batch_repeat_interleave(len(later))
-            self._decode(prefix, prefix_len, later)
         return self._ordered()
 
     def _decode(self, cache: Any, prefix_len: int, rows: list[int]) -> None:

@@ -228,19 +228,22 @@ def _function_first(
     cancel: threading.Event | None = None,
 ) -> tuple[list[int], Callable[[list[RowResult]], list[int]]]:
     """The function-index row first; then the argument rows of one tool: the one the target
-    wrote when it is known within ``follow_wait_s`` (the assembler follows it), else the one the
-    row names (none if it names none: without a function no slot can reach the hint)."""
+    wrote when it is known by then (within ``follow_wait_s``; the assembler follows it), else
+    the one the row names (none if it names none: without a function no slot can reach the
+    hint). When the target turns out to write another tool, that tool's rows run next."""
     head = [i for i, row in enumerate(plan.rows) if row.kind == "function_index"]
     count = len(plan.request.tools)
+    asked: set[int] = set()
 
     def then(results: list[RowResult]) -> list[int]:
         index = parse_function_index(results[0].text.strip(), count)
-        if follow_wait_s > 0:
+        if follow_wait_s > 0 and not asked:
             assembler.box.wait_target_function(follow_wait_s, cancel)
         if assembler.followed:
             index = assembler.function
-        if index is None:
+        if index is None or index in asked:
             return []
+        asked.add(index)
         return [
             i
             for i, row in enumerate(plan.rows)
