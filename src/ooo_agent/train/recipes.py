@@ -90,6 +90,13 @@ def describe_target_data(stats: Mapping[str, Any]) -> str:
 def describe_sidecar_data(stats: Mapping[str, Any]) -> str:
     """The card's data text for a folder written by ``python -m ooo_agent.train.sidecar_data``."""
     agreement = stats.get("target_vs_gold", {}).get("train", {})
+    index_first = (
+        f"Function-index rows of all {stats.get('train_requests')} labelled requests came first; "
+        f"argument and direct-call rows of the first {stats.get('train_requests_all_rows')} "
+        "filled the rest of the token budget. "
+        if stats.get("index_rows_first")
+        else ""
+    )
     return (
         "OoO-Spec semantic rows (function index, argument value or null, direct call) for "
         "requests from the target's training data (BFCL live + generated multi-tool requests, "
@@ -98,7 +105,7 @@ def describe_sidecar_data(stats: Mapping[str, Any]) -> str:
         f"Rows by kind: {json.dumps(stats.get('rows_by_kind', {}))}; null rows of tools the "
         f"target did not call kept with probability {stats.get('other_null_fraction')}; "
         f"{stats.get('index_permutations', 0)} extra function-index row(s) per multi-tool "
-        "request with the tools listed in another order. "
+        f"request with the tools listed in another order. {index_first}"
         f"Target label equals gold on {agreement.get('exact')} of training requests "
         f"(same function: {agreement.get('name')})."
     )
