@@ -33,6 +33,18 @@ def run_script(path: str, *args: str, timeout: float = 120) -> str:
     return done.stdout
 
 
+@pytest.mark.slow
+def test_quickstart_example() -> None:
+    """The README's quickstart: the embedded model when installed (else recorded outputs)."""
+    out = run_script("examples/quickstart.py", timeout=600)
+    assert out.startswith("target: ")
+    for question in ("What's the weather in Paris?", "How much is 120 EUR in USD?"):
+        assert f"> {question}" in out
+    # Every request ends in a dispatched call, a reported error or plain text; the first is
+    # the weather in Paris (the embedded model and the recording agree on it).
+    assert "call   get_weather({'city': 'Paris'" in out
+
+
 def test_agent_loop_example() -> None:
     out = run_script("examples/agent_loop.py")
     assert "replaying recorded model outputs" in out
