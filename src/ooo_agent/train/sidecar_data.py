@@ -319,12 +319,9 @@ def build_sidecar_data(
         cost = sum(_token_count(tokenizer, r["prompt"] + r["completion"]) for r in rows)
         if token_budget is not None and total_tokens + cost > token_budget:
             break
-        if index_rows_first:
-            counts.by_kind.update(kind for kind, _ in kinded)
-            counts.skipped_other_null += item_counts.skipped_other_null
-            counts.skipped_single_tool_index += item_counts.skipped_single_tool_index
-        else:
-            counts.add(item_counts)
+        counts.by_kind.update(kind for kind, _ in kinded)  # index-first: its index rows above
+        counts.skipped_other_null += item_counts.skipped_other_null
+        counts.skipped_single_tool_index += item_counts.skipped_single_tool_index
         train_rows.extend(rows)
         used.setdefault(request_fingerprint(item.request), item)
         total_tokens += cost
