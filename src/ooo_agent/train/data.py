@@ -5,7 +5,9 @@ Where requests come from (:func:`collect_requests`):
 - BFCL's **live** categories (user-contributed requests): each gold answer becomes the
   calls (first acceptable value per argument, arguments that may be absent left out);
   entries whose gold no call can pass are skipped;
-- the project's generated multi-tool requests (``ooo_agent.train.generated``).
+- the project's generated multi-tool requests (``ooo_agent.train.generated``);
+- optionally (``--modifiers N``), generated look-ups whose optional arguments are named in the
+  request (``ooo_agent.train.generated_modifiers``, source ``modifiers``).
 
 **Decontamination**: a request is dropped when any tool it offers has the name of a function
 in an evaluation category (``BFCL_EVAL_CATEGORIES``): we never train on what we score.
@@ -43,6 +45,7 @@ from ooo_agent.bench.datasets import BFCL_EVAL_CATEGORIES, BFCL_TRAIN_CATEGORIES
 from ooo_agent.formats.base import ChatFormat
 from ooo_agent.train.examples import TrainRequest
 from ooo_agent.train.generated import generate_requests
+from ooo_agent.train.generated_modifiers import generate_modifier_requests
 
 __all__ = [
     "END_OF_TURN",
@@ -180,7 +183,7 @@ def add_distractors(
         if (
             len(request.tools) != 1
             or not request.calls
-            or request.source == "generated"
+            or request.source in ("generated", "modifiers")
             or rng.random() >= share
         ):
             out.append(request)
@@ -231,16 +234,19 @@ def collect_requests(
     cache_dir: str | os.PathLike[str] | None = None,
     banned: frozenset[str] | None = None,
     distractor_share: float = 0.5,
+    modifiers: int = 0,
 ) -> tuple[list[TrainRequest], dict[str, int]]:
     """Live BFCL requests + ``generated`` generated ones, decontaminated; a
     ``distractor_share`` of the single-tool live requests get similar tools added
-    (:func:`add_distractors`).
+    (:func:`add_distractors`). ``modifiers`` generated look-ups with named optional arguments
+    join the pool (source ``modifiers``).
 
     Returns the requests and drop counters (``contaminated``, ``defective``). ``banned``
     defaults to :func:`evaluation_function_names`.
     """
     live, defective = live_requests(cache_dir)
     pool = live + generate_requests(generated, seed=seed)
+    pool += generate_modifier_requests(modifiers, seed=seed)
     banned = evaluation_function_names(cache_dir) if banned is None else banned
     kept, contaminated = decontaminate(pool, banned)
     # Distractors come from the decontaminated requests only: no evaluation tool slips in.
@@ -306,6 +312,7 @@ def build_target_data(
     banned: frozenset[str] | None = None,
     distractor_share: float = 0.5,
     mix: Mapping[str, float] | None = None,
+    modifiers: int = 0,
 ) -> DataStats:
     """Write ``train.jsonl``, ``eval.jsonl``, ``requests.jsonl`` and ``stats.json`` to ``out_dir``.
 
@@ -329,6 +336,7 @@ def build_target_data(
         cache_dir=cache_dir,
         banned=banned,
         distractor_share=distractor_share,
+        modifiers=modifiers,
     )
     stats = DataStats(
         dropped_contaminated=dropped["contaminated"],
@@ -454,6 +462,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--examples", type=int, default=1000, help="training rows at most")
     parser.add_argument("--eval-examples", type=int, default=40, help="held-out rows")
     parser.add_argument("--generated", type=int, default=700, help="generated requests to draw")
+    parser.add_argument(
+        "--modifiers",
+        type=int,
+        default=0,
+        help="generated look-ups with optional arguments named in the request, to draw",
+    )
     parser.add_argument("--max-prompt-tokens", type=int, default=700)
     parser.add_argument(
         "--token-budget",
@@ -488,6 +502,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cache_dir=args.cache_dir,
         distractor_share=args.distractor_share,
         mix=args.mix,
+        modifiers=args.modifiers,
     )
     print(json.dumps(asdict(stats), indent=2))
     return 0
