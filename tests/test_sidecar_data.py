@@ -365,6 +365,27 @@ def test_index_rows_first_spends_the_budget_on_every_requests_tool_choice(tmp_pa
     assert plain["train_requests_all_rows"] == plain["train_requests"]
 
 
+def test_index_only_keeps_the_tool_choice_rows_alone(tmp_path: Path) -> None:
+    train = [_labelled(i, ("get_time", {"zone": f"Z{i}"})) for i in range(4)]
+    single = LabelledRequest(_request(7, tools=TOOLS[:1]), ("get_weather", {"city": "Oslo"}))
+    evaluation = [_labelled(20, ("get_weather", {"city": "Rome"}))]
+    stats = build_sidecar_data(
+        tmp_path, [*train, single], evaluation, ChatMLTokenizer(), other_null_fraction=1.0,
+        index_permutations=1, index_only=True,
+    )  # fmt: skip
+    assert stats["index_only"] is True
+    assert stats["rows_by_kind"] == {"function_index": 4, "function_index_permuted": 4}
+    rows = read_rows(tmp_path / "train.jsonl")
+    assert len(rows) == stats["train_rows"] == 8 and _index_only(rows) == rows
+    # get_time is [1] in the request's order and [0] in the only other one.
+    assert sorted(c for _, c in _index_rows(rows)) == ["0"] * 4 + ["1"] * 4
+    eval_rows = read_rows(tmp_path / "eval.jsonl")
+    assert len(eval_rows) == stats["eval_rows"] == 1 and _index_only(eval_rows) == eval_rows
+    # The single-tool request gave no row, so it is not listed as trained on.
+    listing = (tmp_path / "training_requests.txt").read_text().splitlines()
+    assert sorted(line.split("\t")[1] for line in listing) == ["r0", "r1", "r2", "r3"]
+
+
 def _index_only(rows: list[dict[str, str]]) -> list[dict[str, str]]:
     return [r for r in rows if "Which tool should be called?" in r["prompt"]]
 

@@ -7,7 +7,10 @@ Where requests come from (:func:`collect_requests`):
   entries whose gold no call can pass are skipped;
 - the project's generated multi-tool requests (``ooo_agent.train.generated``);
 - optionally (``--modifiers N``), generated look-ups whose optional arguments are named in the
-  request (``ooo_agent.train.generated_modifiers``, source ``modifiers``).
+  request (``ooo_agent.train.generated_modifiers``, source ``modifiers``);
+- optionally (``--quantities N``), generated finance and statistics requests whose numbers
+  must be converted — percentages to fractions, "$2,000,000" / "213 million" to integers
+  (``ooo_agent.train.generated_quantities``, source ``quantities``).
 
 **Decontamination**: a request is dropped when any tool it offers has the name of a function
 in an evaluation category (``BFCL_EVAL_CATEGORIES``): we never train on what we score.
@@ -46,6 +49,7 @@ from ooo_agent.formats.base import ChatFormat
 from ooo_agent.train.examples import TrainRequest
 from ooo_agent.train.generated import generate_requests
 from ooo_agent.train.generated_modifiers import generate_modifier_requests
+from ooo_agent.train.generated_quantities import generate_quantity_requests
 
 __all__ = [
     "END_OF_TURN",
@@ -183,7 +187,7 @@ def add_distractors(
         if (
             len(request.tools) != 1
             or not request.calls
-            or request.source in ("generated", "modifiers")
+            or request.source in ("generated", "modifiers", "quantities")
             or rng.random() >= share
         ):
             out.append(request)
@@ -235,11 +239,13 @@ def collect_requests(
     banned: frozenset[str] | None = None,
     distractor_share: float = 0.5,
     modifiers: int = 0,
+    quantities: int = 0,
 ) -> tuple[list[TrainRequest], dict[str, int]]:
     """Live BFCL requests + ``generated`` generated ones, decontaminated; a
     ``distractor_share`` of the single-tool live requests get similar tools added
     (:func:`add_distractors`). ``modifiers`` generated look-ups with named optional arguments
-    join the pool (source ``modifiers``).
+    join the pool (source ``modifiers``), and ``quantities`` requests whose numbers must be
+    converted (source ``quantities``).
 
     Returns the requests and drop counters (``contaminated``, ``defective``). ``banned``
     defaults to :func:`evaluation_function_names`.
@@ -247,6 +253,7 @@ def collect_requests(
     live, defective = live_requests(cache_dir)
     pool = live + generate_requests(generated, seed=seed)
     pool += generate_modifier_requests(modifiers, seed=seed)
+    pool += generate_quantity_requests(quantities, seed=seed)
     banned = evaluation_function_names(cache_dir) if banned is None else banned
     kept, contaminated = decontaminate(pool, banned)
     # Distractors come from the decontaminated requests only: no evaluation tool slips in.
@@ -313,6 +320,7 @@ def build_target_data(
     distractor_share: float = 0.5,
     mix: Mapping[str, float] | None = None,
     modifiers: int = 0,
+    quantities: int = 0,
 ) -> DataStats:
     """Write ``train.jsonl``, ``eval.jsonl``, ``requests.jsonl`` and ``stats.json`` to ``out_dir``.
 
@@ -337,6 +345,7 @@ def build_target_data(
         banned=banned,
         distractor_share=distractor_share,
         modifiers=modifiers,
+        quantities=quantities,
     )
     stats = DataStats(
         dropped_contaminated=dropped["contaminated"],
@@ -468,6 +477,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0,
         help="generated look-ups with optional arguments named in the request, to draw",
     )
+    parser.add_argument(
+        "--quantities",
+        type=int,
+        default=0,
+        help="generated requests whose numbers must be converted (percent, millions), to draw",
+    )
     parser.add_argument("--max-prompt-tokens", type=int, default=700)
     parser.add_argument(
         "--token-budget",
@@ -503,6 +518,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         distractor_share=args.distractor_share,
         mix=args.mix,
         modifiers=args.modifiers,
+        quantities=args.quantities,
     )
     print(json.dumps(asdict(stats), indent=2))
     return 0

@@ -147,14 +147,14 @@ def _kinded_rows(
     labelled: Iterable[LabelledRequest],
     tokenizer: Any,
     *,
-    other_null_fraction: float,
-    direct_call: bool,
-    end_of_turn: str,
-    seed: int,
-    template: PromptTemplate | None,
-    counts: RowCounts | None,
-    single_tool_index: bool,
-    index_permutations: int,
+    other_null_fraction: float = 0.25,
+    direct_call: bool = True,
+    end_of_turn: str = END_OF_TURN,
+    seed: int = 0,
+    template: PromptTemplate | None = None,
+    counts: RowCounts | None = None,
+    single_tool_index: bool = False,
+    index_permutations: int = 0,
 ) -> list[tuple[str, dict[str, str]]]:
     """:func:`sidecar_rows`, each row with its kind (``function_index_permuted`` for the
     reordered copies)."""
@@ -251,6 +251,9 @@ def _token_count(tokenizer: Any, text: str) -> int:
     return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
 
+_INDEX_KINDS = frozenset({"function_index", "function_index_permuted"})
+
+
 def build_sidecar_data(
     out_dir: str | os.PathLike[str],
     train: Sequence[LabelledRequest],
@@ -262,6 +265,7 @@ def build_sidecar_data(
     seed: int = 0,
     index_permutations: int = 0,
     index_rows_first: bool = False,
+    index_only: bool = False,
 ) -> dict[str, Any]:
     """Write the sidecar's rows and labelled requests to ``out_dir``; returns the stats.
 
@@ -277,6 +281,10 @@ def build_sidecar_data(
     rows, request by request. Index rows are short (names only) and decide which tool's slots
     the hint carries; without this a budget spent on the argument rows of a few requests leaves
     a small sidecar too few tool choices to learn from.
+
+    ``index_only``: the function-index rows (and their reordered copies) alone, in training and
+    evaluation rows: an epoch that spends all its signal on choosing the tool, whose answer is
+    one token among the thousands of argument-row tokens otherwise.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -300,22 +308,26 @@ def build_sidecar_data(
             single_tool_index=False,
             index_permutations=index_permutations,
         )
+        if index_only:
+            kinded = [(kind, row) for kind, row in kinded if kind in _INDEX_KINDS]
+            item_counts = RowCounts()
         per_request.append((item, kinded, item_counts))
-    index_kinds = {"function_index", "function_index_permuted"}
     if index_rows_first:
         for item, kinded, _ in per_request:
-            rows = [row for kind, row in kinded if kind in index_kinds]
+            rows = [row for kind, row in kinded if kind in _INDEX_KINDS]
             cost = sum(_token_count(tokenizer, r["prompt"] + r["completion"]) for r in rows)
             if not rows or (token_budget is not None and total_tokens + cost > token_budget):
                 continue
-            counts.by_kind.update(kind for kind, _ in kinded if kind in index_kinds)
+            counts.by_kind.update(kind for kind, _ in kinded if kind in _INDEX_KINDS)
             train_rows.extend(rows)
             used[request_fingerprint(item.request)] = item
             total_tokens += cost
     for item, kinded, item_counts in per_request:
         if index_rows_first:
-            kinded = [(kind, row) for kind, row in kinded if kind not in index_kinds]
+            kinded = [(kind, row) for kind, row in kinded if kind not in _INDEX_KINDS]
         rows = [row for _, row in kinded]
+        if not rows:
+            continue  # index-only: a single-tool request has no row
         cost = sum(_token_count(tokenizer, r["prompt"] + r["completion"]) for r in rows)
         if token_budget is not None and total_tokens + cost > token_budget:
             break
@@ -328,9 +340,13 @@ def build_sidecar_data(
         with_all_rows += 1
     used_items = list(used.values())
     random.Random(seed).shuffle(train_rows)  # the trainer sees a mix of requests and kinds
-    eval_rows = sidecar_rows(
-        evaluation, tokenizer, other_null_fraction=other_null_fraction, seed=seed
-    )
+    eval_rows = [
+        row
+        for kind, row in _kinded_rows(
+            evaluation, tokenizer, other_null_fraction=other_null_fraction, seed=seed
+        )
+        if not index_only or kind in _INDEX_KINDS
+    ]
 
     _write_jsonl(out / "train.jsonl", train_rows)
     _write_jsonl(out / "eval.jsonl", eval_rows)
@@ -357,6 +373,7 @@ def build_sidecar_data(
         "other_null_fraction": other_null_fraction,
         "index_permutations": index_permutations,
         "index_rows_first": index_rows_first,
+        "index_only": index_only,
         "train_tokens": total_tokens,
         "target_vs_gold": {
             "train": gold_agreement(used_items),
@@ -451,6 +468,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="take every labelled request's function-index rows before spending the token "
         "budget on argument and direct-call rows",
     )
+    parser.add_argument(
+        "--index-only",
+        action="store_true",
+        help="function-index rows only (training and evaluation rows): an epoch that trains "
+        "the choice of tool alone",
+    )
     parser.add_argument("--lenient", action="store_true", help="accept calls needing type fixes")
     parser.add_argument(
         "--no-decontaminate", action="store_true", help="skip the BFCL evaluation-name filter"
@@ -504,6 +527,7 @@ def _run(args: argparse.Namespace) -> int:
         seed=args.seed,
         index_permutations=args.index_permutations,
         index_rows_first=args.index_rows_first,
+        index_only=args.index_only,
     )
     print(json.dumps(stats, indent=2))
     return 0
