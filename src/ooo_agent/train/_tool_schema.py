@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-__all__ = ["array_param", "param", "pick", "tool_schema"]
+__all__ = ["PYTHON_NOTE", "array_param", "param", "pick", "python_tool", "tool_schema"]
 
 
 def tool_schema(
@@ -20,6 +20,17 @@ def tool_schema(
             "parameters": {"type": "object", "properties": params, "required": required},
         },
     }
+
+
+PYTHON_NOTE = " Note that the provided function is in Python 3 syntax."
+"""Appended to the descriptions of Python-style tools, as BFCL's Python functions read."""
+
+
+def python_tool(
+    name: str, description: str, params: dict[str, dict[str, Any]], required: list[str]
+) -> dict[str, Any]:
+    """:func:`tool_schema` for a Python function: the description ends with :data:`PYTHON_NOTE`."""
+    return tool_schema(name, description + PYTHON_NOTE, params, required)
 
 
 def param(kind: str, description: str, **extra: Any) -> dict[str, Any]:

@@ -23,14 +23,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ooo_agent.train._tool_schema import param, tool_schema
+from ooo_agent.train._tool_schema import param, python_tool
 from ooo_agent.train.examples import TrainRequest
 
 __all__ = ["MODIFIERS", "SUBJECTS", "generate_modifier_requests"]
 
 Args = dict[str, Any]
 
-_PY = " Note that the provided function is in Python 3 syntax."
 _NUMBER_WORDS = {
     2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight",
     10: "ten", 12: "twelve", 15: "fifteen", 20: "twenty",
@@ -309,7 +308,7 @@ def _schema(subject: Subject, verb: int, modifiers: list[str]) -> dict[str, Any]
         )
     for mod in modifiers:
         props[_PARAM_NAME.get(mod, mod)] = MODIFIERS[mod].schema
-    return tool_schema(name, description.format(noun=subject.noun) + _PY, props, [subject.key])
+    return python_tool(name, description.format(noun=subject.noun), props, [subject.key])
 
 
 def _one(rng: random.Random, index: int) -> tuple[TrainRequest, Subject]:

@@ -20,18 +20,12 @@ from typing import Any
 from ooo_agent.train._tool_schema import array_param as _arr
 from ooo_agent.train._tool_schema import param as _p
 from ooo_agent.train._tool_schema import pick as _pick
-from ooo_agent.train._tool_schema import tool_schema
+from ooo_agent.train._tool_schema import python_tool as _tool
 
 __all__ = ["SCIENCE_DOMAINS", "SCIENCE_GENERATORS", "SCIENCE_TOOLS"]
 
 Args = dict[str, Any]
 Make = Callable[[random.Random], tuple[str, Args]]
-
-_PY = " Note that the provided function is in Python 3 syntax."
-
-
-def _tool(name: str, description: str, params: dict[str, Any], required: list[str]) -> Any:
-    return tool_schema(name, description + _PY, params, required)
 
 
 _LENGTHS = ["meters", "feet", "inches", "kilometers", "miles", "centimeters", "yards"]
