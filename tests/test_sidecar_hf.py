@@ -554,6 +554,7 @@ def test_bench_loads_an_adapter_only_folder_on_its_base(tmp_path: Path, tokenize
     with open_sidecar(str(folder)) as choice:
         assert choice.kind == "trained" and "sidecar-lora" in choice.label
         assert isinstance(choice.sidecar, HFSidecar)
+        assert choice.sidecar.options.function_choice == "index"  # auto: not a preset
         reference = HFSidecar.from_pretrained(
             base_dir, adapter=repo, subfolder="sidecar-lora", dtype=torch.float32
         )
@@ -565,3 +566,100 @@ def test_bench_loads_an_adapter_only_folder_on_its_base(tmp_path: Path, tokenize
     config["base_model_name_or_path"] = "Qwen/Qwen3-0.6B"
     config_path.write_text(json.dumps(config))
     assert adapter_base(str(folder)) == "Qwen/Qwen3-0.6B"
+
+
+# -- function_choice="scored": the tool named by the likeliest direct-call start -----------
+
+
+def _logprob_alone(model: Any, sequence: list[int], count: int) -> float:
+    """Summed log-probability of the last ``count`` tokens, the row run by itself."""
+    with torch.no_grad():
+        logits = model(torch.tensor([sequence])).logits[0].float()
+    logprobs = torch.log_softmax(logits, dim=-1)
+    n = len(sequence)
+    return sum(float(logprobs[i - 1, sequence[i]]) for i in range(n - count, n))
+
+
+@pytest.mark.parametrize("split", [True, False], ids=["head-apart", "full-forward"])
+@pytest.mark.parametrize("kind", ["qwen3", "llama"])
+def test_scores_equal_each_row_scored_alone(kind: str, split: bool, tokenizer: Any) -> None:
+    model = make_model(kind, len(tokenizer), seed=3)
+    gen = SharedPrefixGenerator(model, tokenizer)
+    if not split:
+        gen.decoder = gen.head = None
+    prompts = _distinct_rows(gen, tokenizer)
+    counts = [1 + i % 4 for i in range(len(prompts))]
+    scores = gen.score(prompts, counts)
+    expected = [_logprob_alone(model, p, c) for p, c in zip(prompts, counts, strict=True)]
+    assert scores == pytest.approx(expected, abs=1e-4)
+    assert len(set(round(s, 3) for s in scores)) > 1  # rows really differ
+    with pytest.raises(ValueError, match="count"):
+        gen.score(prompts[:1], [len(prompts[0])])
+    with pytest.raises(ValueError, match="one count per sequence"):
+        gen.score(prompts, counts[:1])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_scored_choice_names_the_likeliest_tool_and_asks_only_its_rows(
+    seed: int, tokenizer: Any
+) -> None:
+    from ooo_agent.sidecar.rows import build_wave_rows, direct_call_start
+
+    model = make_model("qwen3", len(tokenizer), seed=seed)
+    template = template_from_tokenizer(tokenizer)
+    options = WaveOptions(function_choice="scored")
+    sidecar = HFSidecar(model, tokenizer, options=options)
+    plan = WavePlan.build(SidecarRequest(MESSAGES, TOOLS), template, options)
+    assert "function" not in [row.key for row in plan.rows]  # no function-index row
+    # What the choice must be: each name's direct-call start scored by the model alone.
+    prompt = template(build_wave_rows(MESSAGES, TOOLS, direct_call=True)[-1].messages)
+    base = sidecar.generator.encode(prompt)
+    alone = []
+    for name in ("get_weather", "get_time"):
+        full = sidecar.generator.encode(prompt + direct_call_start(name))
+        if full[: len(base)] != base:  # this tokenizer merges the answer into the prompt
+            full = base + sidecar.generator.encode(direct_call_start(name))
+        alone.append(_logprob_alone(model, full, len(full) - len(base)))
+    chosen = max(range(2), key=alone.__getitem__)
+    assert abs(alone[0] - alone[1]) > 1e-3, "a near-tie would make the test depend on noise"
+
+    report = anyio.run(sidecar.run_wave, SidecarRequest(MESSAGES, TOOLS), HintBox())
+    assert report.answers["function"] == str(chosen)
+    assert report.hint.function == TOOLS[chosen]["function"]["name"]
+    # Function-first on the CPU: the choice, then only the chosen tool's argument rows.
+    params = list(TOOLS[chosen]["function"]["parameters"]["properties"])
+    assert report.arrivals[0] == "function"
+    assert sorted(report.arrivals[1:]) == sorted(f"{chosen}.{p}" for p in params)
+
+
+def test_scored_choice_follows_the_target_and_is_refused_over_http(tokenizer: Any) -> None:
+    from ooo_agent.sidecar.openai import OpenAISidecar
+
+    model = make_model("qwen3", len(tokenizer), seed=0)
+    sidecar = HFSidecar(model, tokenizer, options=WaveOptions(function_choice="scored"))
+    box = HintBox()
+    box.report_target_function("get_time")  # the target wrote get_time before the wave ran
+    report = anyio.run(sidecar.run_wave, SidecarRequest(MESSAGES, TOOLS), box)
+    assert report.hint.function == "get_time" and report.followed_target
+    assert "1.zone" in report.arrivals
+    single = anyio.run(sidecar.run_wave, SidecarRequest(MESSAGES, TOOLS[:1]), HintBox())
+    assert single.hint.function == "get_weather"  # one tool: nothing to score
+    with pytest.raises(ValueError, match="function_choice"):
+        WaveOptions(function_choice="guess")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="log-probabilities"):
+        OpenAISidecar("http://127.0.0.1:9", options=WaveOptions(function_choice="scored"))
+
+
+@pytest.mark.slow
+def test_the_embedded_sidecar_scores_tool_names_by_default() -> None:
+    try:
+        sidecar = HFSidecar.from_preset("smollm2-135m-sidecar")
+    except ModelNotAvailableError as exc:
+        pytest.skip(f"embedded sidecar not available: {exc}")
+    assert sidecar.options.function_choice == "scored"
+    messages = [{"role": "user", "content": "What time is it in Tokyo right now?"}]
+    report = sidecar.run_wave_sync(SidecarRequest(messages, TOOLS), HintBox())
+    assert report.arrivals[0] == "function"
+    assert report.hint.function == "get_time", report.answers
+    explicit = HFSidecar(sidecar.model, sidecar.tokenizer, options=WaveOptions())
+    assert explicit.options.function_choice == "index"

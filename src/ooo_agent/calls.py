@@ -160,6 +160,9 @@ class DecodeStats:
     decode_s: float = 0.0
     draft_s: float = 0.0
     finish_reason: str = ""
+    constrained_tokens: int = 0
+    """Tokens where constrained decoding (``HFTarget(constrain_names=True)``) wrote another
+    token than the model's argmax, to keep a call's function name among the offered tools."""
 
     @property
     def decode_steps(self) -> int:

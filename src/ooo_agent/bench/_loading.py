@@ -207,6 +207,7 @@ def open_sidecar(
     schedule: str = "auto",
     follow_target: bool = True,
     follow_wait_s: float = 0.0,
+    function_choice: str = "auto",
 ) -> Iterator[SidecarChoice]:
     """The sidecar named by ``spec``, stopped (process) when the block ends.
 
@@ -214,17 +215,25 @@ def open_sidecar(
     this process or, with ``process``, in a ``serve-sidecar`` child given the same choice.
     ``schedule`` is the in-process sidecar's row schedule (``WaveOptions.schedule``); a
     sidecar behind HTTP always gets every row in one request. ``follow_target`` and
-    ``follow_wait_s`` are ``WaveOptions``' (every model-backed sidecar).
+    ``follow_wait_s`` are ``WaveOptions``' (every model-backed sidecar); ``function_choice``
+    too (``scored`` only in this process: it needs the model's log-probabilities; ``auto``:
+    a preset's own choice in this process, else ``index``).
     """
+    from ooo_agent.models.presets import PRESETS
     from ooo_agent.sidecar._wave import WaveOptions
 
+    if function_choice == "auto":
+        preset = PRESETS.get(SIDECAR_PRESET if spec == "auto" else spec)
+        in_process = preset is not None and not process
+        function_choice = preset.function_choice if in_process and preset else "index"
     options = WaveOptions(
         schedule=schedule,  # type: ignore[arg-type]
         follow_target=follow_target,
         follow_wait_s=follow_wait_s,
+        function_choice=function_choice,  # type: ignore[arg-type]
     )
     from ooo_agent.bench.oracle import ORACLE_LABEL, OracleSidecar
-    from ooo_agent.models.presets import PRESETS, adapter_base, load_tokenizer
+    from ooo_agent.models.presets import adapter_base, load_tokenizer
 
     if spec == "none":
         yield SidecarChoice(None, "none", "none")

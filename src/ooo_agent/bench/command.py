@@ -132,6 +132,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "for the target's function name after its own index row (default 0; the target "
         "never waits)",
     )
+    add(
+        "--sidecar-function-choice",
+        choices=("auto", "index", "scored"),
+        default="auto",
+        help="how a local sidecar picks the tool: index answers the function-index row; "
+        "scored picks the tool name it finds likeliest to start a direct call, one batched "
+        "forward (in this process only); auto (default): the preset's own choice (scored for "
+        "the embedded sidecar), else index",
+    )
+    add(
+        "--constrain-names",
+        action="store_true",
+        help="every mode decodes with the function-name constraint (HFTarget("
+        "constrain_names=True)): a call can only name an offered tool",
+    )
     add("--threads", type=int, default=1, help="torch CPU threads of the target (default 1)")
     add("--sidecar-threads", type=int, default=1, help="torch CPU threads of the sidecar")
     add("--max-new-tokens", type=int, default=256)
@@ -181,6 +196,13 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
 
     if args.n < 1 or args.warmup < 0:
         raise CliError("--n must be >= 1 and --warmup >= 0")
+    if args.sidecar_function_choice == "scored" and args.sidecar_process:
+        raise CliError(
+            "--sidecar-function-choice scored needs the sidecar in this process (it scores "
+            "names with the model's log-probabilities); drop --sidecar-process"
+        )
+    if args.constrain_names and "hf-pld" in (args.modes or []):
+        raise CliError("--constrain-names: mode hf-pld (transformers' generate) cannot constrain")
     if args.data:
         pools = [load_jsonl(args.data)]
     else:
@@ -251,11 +273,18 @@ async def _run(args: argparse.Namespace) -> int:
         dtype=_loading.resolve_sidecar_dtype(args.sidecar_dtype, device),
         schedule=args.sidecar_schedule, follow_target=args.sidecar_follow == "on",
         follow_wait_s=args.sidecar_follow_wait,
+        function_choice=args.sidecar_function_choice,
     ) as choice:  # fmt: skip
         if choice.note:
             notes.append(choice.note)
         modes = list(
-            args.modes or [m for m in BENCH_MODES if m != "ooo" or choice.sidecar is not None]
+            args.modes
+            or [
+                m
+                for m in BENCH_MODES
+                if (m != "ooo" or choice.sidecar is not None)
+                and not (m == "hf-pld" and args.constrain_names)
+            ]
         )
         if "ooo" in modes and choice.sidecar is None:
             raise CliError(
@@ -270,7 +299,7 @@ async def _run(args: argparse.Namespace) -> int:
             loaded.model, loaded.tokenizer, modes=modes, fmt=args.format, sidecar=choice.sidecar,
             threads=args.threads, prefix_reuse=not args.no_prefix_reuse,
             max_new_tokens=args.max_new_tokens, sidecar_timeout=args.sidecar_timeout,
-            pld_tokens=args.pld_tokens,
+            pld_tokens=args.pld_tokens, constrain_names=args.constrain_names,
         )  # fmt: skip
         schedule = [(item, True) for item in warmups] + [(item, False) for item in measured]
         with Progress(
@@ -327,6 +356,10 @@ async def _run(args: argparse.Namespace) -> int:
             "sidecar_schedule": getattr(choice.sidecar, "schedule", None),
             "sidecar_follow_target": args.sidecar_follow == "on",
             "sidecar_follow_wait_s": args.sidecar_follow_wait,
+            "sidecar_function_choice": getattr(
+                getattr(choice.sidecar, "options", None), "function_choice", None
+            ),
+            "constrain_names": args.constrain_names,
             "target_threads": args.threads,
             "sidecar_threads": args.sidecar_threads,
             "sidecar_process": args.sidecar_process,

@@ -98,10 +98,13 @@ def build_runners(
     sidecar_timeout: float = 30.0,
     pld_tokens: int = 10,
     wrap: Callable[[str, Target], Target] | None = None,
+    constrain_names: bool = False,
 ) -> dict[str, ModeRunner]:
     """A :class:`ModeRunner` per mode, all over ``model`` (one target instance each).
 
     ``wrap(mode, target)`` may replace a mode's target (tests inject faults with it).
+    ``constrain_names``: every ``HFTarget`` mode decodes with the function-name constraint
+    (``hf-pld``, transformers' own loop, cannot).
     """
     from ooo_agent.bench.baselines import PromptLookupTarget
     from ooo_agent.targets.hf import HFTarget
@@ -111,6 +114,8 @@ def build_runners(
         raise ValueError(f"unknown mode(s) {unknown}; known: {', '.join(BENCH_MODES)}")
     if "ooo" in modes and sidecar is None:
         raise ValueError("mode 'ooo' needs a sidecar")
+    if constrain_names and "hf-pld" in modes:
+        raise ValueError("mode 'hf-pld' (transformers' generate) cannot constrain names")
     runners: dict[str, ModeRunner] = {}
     for name in modes:
         target: Target
@@ -118,7 +123,14 @@ def build_runners(
             target = PromptLookupTarget(model, tokenizer, fmt, prompt_lookup_num_tokens=pld_tokens)
             call_mode: Mode = "vanilla"
         else:
-            target = HFTarget(model, tokenizer, fmt, num_threads=threads, prefix_reuse=prefix_reuse)
+            target = HFTarget(
+                model,
+                tokenizer,
+                fmt,
+                num_threads=threads,
+                prefix_reuse=prefix_reuse,
+                constrain_names=constrain_names,
+            )
             call_mode = "ooo" if name == "ooo" else "toolspec" if name == "toolspec" else "vanilla"
         if wrap is not None:
             target = wrap(name, target)
@@ -185,6 +197,7 @@ async def _measure(
     record.decode_steps = decode.decode_steps
     record.accepted_tokens = sum(decode.accepted_lengths)
     record.accepted_by_drafter = dict(decode.accepted_by_drafter)
+    record.constrained_tokens = decode.constrained_tokens
     record.sidecar_status = stats.sidecar.status
     record.sidecar_latency_s = stats.sidecar.latency_s
     record.sidecar_function_step = stats.sidecar.function_arrival_step

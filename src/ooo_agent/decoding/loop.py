@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from ooo_agent.calls import DecodeStats
+from ooo_agent.decoding.constraint import TokenConstraint
 from ooo_agent.decoding.drafts.base import DraftContext
 from ooo_agent.decoding.kv import cache_length, compact_cache, new_cache, truncate_cache
 from ooo_agent.decoding.planner import DraftPlanner
@@ -77,7 +78,12 @@ class DecodeEngine:
             self._cached_ids = []
 
     # -- stages --------------------------------------------------------------------------
-    def _prefill(self, prompt_ids: Sequence[int], stats: DecodeStats) -> tuple[int, Any]:
+    def _prefill(
+        self,
+        prompt_ids: Sequence[int],
+        stats: DecodeStats,
+        constraint: TokenConstraint | None = None,
+    ) -> tuple[int, Any]:
         keep = 0
         if self.prefix_reuse and self._cached_ids:
             # At least one prompt token must run to give the first prediction.
@@ -89,20 +95,41 @@ class DecodeEngine:
         self._cached_ids = list(prompt_ids[:keep])
         started = time.perf_counter()
         try:
-            token, hidden, _ = self.verifier.prefill(self._cache, prompt_ids[keep:], keep)
+            token, hidden, logits = self.verifier.prefill(self._cache, prompt_ids[keep:], keep)
         except BaseException:
             self._cache, self._cached_ids = new_cache(), []  # unknown state: start over
             raise
+        if constraint is not None:
+            token = constraint.choose([], logits, token)
         self._cached_ids = list(prompt_ids)
         stats.prefill_s = time.perf_counter() - started
         stats.prefill_tokens = len(prompt_ids) - keep
         stats.forward_passes += 1
         return token, hidden
 
-    def _verify(self, tree: TokenTree, top_k: int) -> StepVerdict:
+    def _verify(
+        self,
+        tree: TokenTree,
+        top_k: int,
+        constraint: TokenConstraint | None = None,
+        generated: Sequence[int] = (),
+    ) -> StepVerdict:
         past = cache_length(self._cache)
+        constrain = None
+        if constraint is not None:
+            # ``generated`` ends with the tree's root token; a node's output so far is it
+            # plus the tokens on the path below the root.
+            def constrain(node: int, logits: torch.Tensor, greedy: int) -> int:
+                below: list[int] = []
+                while node > 0:
+                    below.append(tree.tokens[node])
+                    node = tree.parents[node]
+                return constraint.choose([*generated, *reversed(below)], logits, greedy)
+
         try:
-            verdict = self.verifier.verify(tree, self._cache, past, top_k=top_k)
+            verdict = self.verifier.verify(
+                tree, self._cache, past, top_k=top_k, constrain=constrain
+            )
             compact_cache(self._cache, past, verdict.path)
         except BaseException:
             self._cache, self._cached_ids = new_cache(), []
@@ -125,13 +152,16 @@ class DecodeEngine:
         on_prefill: Callable[[torch.Tensor | None], None] | None = None,
         cancel: threading.Event | None = None,
         mode: str = "vanilla",
+        constraint: TokenConstraint | None = None,
     ) -> DecodeResult:
         """Generate up to ``max_new_tokens`` tokens after ``prompt_ids``.
 
         ``planner`` (None: plain greedy) builds each step's tree; ``on_verdict`` receives the
         accepted tokens with the verdict (token recycling learns from it); ``before_step``
         runs before drafting (the hint poll); ``on_prefill`` receives the prompt's last hidden
-        state (the retrieval-memory key); ``cancel`` is checked before every forward.
+        state (the retrieval-memory key); ``cancel`` is checked before every forward;
+        ``constraint`` (optional) picks each token in place of the plain argmax, the same way
+        in every mode (:mod:`ooo_agent.decoding.constraint`).
         """
         if not prompt_ids:
             raise ValueError("the prompt has no tokens")
@@ -141,7 +171,7 @@ class DecodeEngine:
         with self._lock:
             if cancel is not None and cancel.is_set():
                 raise DecodeCancelled
-            pending, hidden = self._prefill(prompt_ids, stats)
+            pending, hidden = self._prefill(prompt_ids, stats, constraint)
             if on_prefill is not None:
                 on_prefill(hidden)
             generated = [pending]
@@ -160,7 +190,7 @@ class DecodeEngine:
                 else:
                     tree = TreeBuilder(pending, 0).build()
                 stats.draft_s += time.perf_counter() - drafting
-                verdict = self._verify(tree, recycler_top_k)
+                verdict = self._verify(tree, recycler_top_k, constraint, generated)
                 accepted = [tree.tokens[n] for n in verdict.path[1:]] + [verdict.bonus]
                 stats.forward_passes += 1
                 stats.tree_nodes.append(len(tree))
@@ -184,6 +214,8 @@ class DecodeEngine:
             stats.decode_s = time.perf_counter() - decode_started
             stats.new_tokens = len(generated)
             stats.finish_reason = reason
+            if constraint is not None:
+                stats.constrained_tokens = constraint.overrides
             return DecodeResult(generated, stats, hidden)
 
     @staticmethod

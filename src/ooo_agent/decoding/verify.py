@@ -166,12 +166,21 @@ class TreeVerifier:
 
     @torch.no_grad()
     def verify(
-        self, tree: TokenTree, cache: Any, past_length: int, *, top_k: int = 0
+        self,
+        tree: TokenTree,
+        cache: Any,
+        past_length: int,
+        *,
+        top_k: int = 0,
+        constrain: Callable[[int, torch.Tensor, int], int] | None = None,
     ) -> StepVerdict:
         """One forward over ``tree`` after ``past_length`` cached tokens, then the walk.
 
-        The cache then holds ``past_length + len(tree)`` entries; compacting it to the
-        accepted path is the caller's next stage (:func:`~ooo_agent.decoding.kv.compact_cache`).
+        ``constrain(node, logits, argmax)`` (optional) gives the token the target writes after
+        ``node`` in place of the plain argmax (constrained decoding); it is asked only for the
+        nodes the walk reaches. The cache then holds ``past_length + len(tree)`` entries;
+        compacting it to the accepted path is the caller's next stage
+        (:func:`~ooo_agent.decoding.kv.compact_cache`).
         """
         mask, positions = self.masks.attention_inputs(tree.parents, past_length)
         input_ids = torch.tensor([tree.tokens], dtype=torch.long, device=self.device)
@@ -191,10 +200,15 @@ class TreeVerifier:
 
         def choice_of(node: int) -> int:
             if node in row_of:
-                return int(choices[row_of[node]])
+                greedy = int(choices[row_of[node]])
+                if constrain is None:
+                    return greedy
+                assert internal_logits is not None
+                return constrain(node, internal_logits[row_of[node]], greedy)
             logits = self.logits(rows[node : node + 1])[0]
             leaf_logits[node] = logits
-            return int(torch.argmax(logits).item())
+            greedy = int(torch.argmax(logits).item())
+            return greedy if constrain is None else constrain(node, logits, greedy)
 
         path, bonus = accept_path(tree, choice_of)
         verdict = StepVerdict(path=path, bonus=bonus)

@@ -46,6 +46,16 @@ class CallSkeleton(ABC):
         complete (None before, or when the skeleton cannot tell)."""
         return None
 
+    def open_name(self, generated: str) -> tuple[str, bool] | None:
+        """The last call's function name as written so far (JSON string body) and whether its
+        closing quote is written; None outside any call, or when the skeleton cannot tell."""
+        return None
+
+    @property
+    def name_texts(self) -> frozenset[str]:
+        """The offered tools' names as a call writes them (JSON string bodies)."""
+        return frozenset()
+
 
 class ChatFormat(ABC):
     """How a model is prompted with tools and how it writes calls."""

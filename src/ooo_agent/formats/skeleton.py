@@ -141,6 +141,19 @@ class SchemaSkeleton(CallSkeleton):
         name = decode_string(body[: name_end - 1])
         return name if name is not None and name in self._tools else None
 
+    def open_name(self, generated: str) -> tuple[str, bool] | None:
+        """The last call's name as written so far (JSON string body) and whether it is closed."""
+        start = self._call_start(generated)
+        if start < 0:
+            return None
+        body = generated[start:]
+        end = string_end(body, 0)
+        return (body, False) if end < 0 else (body[: end - 1], True)
+
+    @property
+    def name_texts(self) -> frozenset[str]:
+        return frozenset(tool.name_json for tool in self._tools.values())
+
     # -- locating the current call -----------------------------------------------------
     def _call_start(self, generated: str, *, first: bool = False) -> int:
         """Index just after the prefix of the last call started in ``generated`` (the first

@@ -70,6 +70,9 @@ class Preset:
     train_command: str | None = None
     """The command that produces a shipped adapter (named when it is missing)."""
     description: str = ""
+    function_choice: Literal["index", "scored"] = "index"
+    """Sidecars: how ``HFSidecar.from_preset`` picks the tool by default
+    (``WaveOptions.function_choice``)."""
 
     @property
     def from_hub(self) -> bool:
@@ -105,6 +108,8 @@ PRESETS: dict[str, Preset] = {
                 "ooo-agent train sidecar --data <rows.jsonl> --out adapters/smollm2-135m-sidecar"
             ),
             description="embedded sidecar: SmolLM2-135M-Instruct answering OoO-Spec semantic rows",
+            # It names tools far better than it picks their index (docs/benchmarks.md §2.0l).
+            function_choice="scored",
         ),
         Preset(
             name="qwen3-0.6b-ooo-sidecar",

@@ -71,6 +71,13 @@ class WaveOptions:
             chosen tool's rows run at once, and the target's tool's rows after them if it
             writes another (waiting delays the slots of every right choice; measured in
             docs/benchmarks.md).
+        function_choice: how the sidecar picks the tool when several are offered. ``index``:
+            the function-index row's greedy answer (the method as published). ``scored``: the
+            tool whose name the sidecar finds likeliest as the start of a direct-call answer
+            (``{"name": "<tool>", "``), all names scored in one batched forward and no
+            function-index row asked — for a sidecar that learned to name tools but not to
+            pick their index (the embedded SmolLM2 sidecar; docs/benchmarks.md). Needs the
+            model's log-probabilities: in-process sidecars only.
     """
 
     ask_single_tool: bool = False
@@ -79,6 +86,7 @@ class WaveOptions:
     schedule: Literal["auto", "parallel", "function-first"] = "auto"
     follow_target: bool = True
     follow_wait_s: float = 0.0
+    function_choice: Literal["index", "scored"] = "index"
 
     def __post_init__(self) -> None:
         if self.max_rows is not None and self.max_rows < 1:
@@ -87,6 +95,10 @@ class WaveOptions:
             raise ValueError(f"follow_wait_s must be at least 0, not {self.follow_wait_s}")
         if self.schedule not in ("auto", "parallel", "function-first"):
             raise ValueError(f"unknown schedule {self.schedule!r}")
+        if self.function_choice not in ("index", "scored"):
+            raise ValueError(
+                f"unknown function_choice {self.function_choice!r} (index or scored)"
+            )
 
 
 @dataclass
@@ -98,6 +110,9 @@ class WavePlan:
     prompts: list[str]
     known_function: int | None = None
     """Tool index known without asking (a single offered tool), else None."""
+    choice_prompt: str | None = None
+    """``function_choice="scored"``: the direct-call prompt whose answer's start is scored
+    for each tool name (the plan then has no function-index row)."""
 
     @classmethod
     def build(
@@ -108,9 +123,14 @@ class WavePlan:
         if len(request.tools) == 1 and not options.ask_single_tool:
             known = 0
             rows = [r for r in rows if r.kind != "function_index"]
+        choice = None
+        if known is None and options.function_choice == "scored":
+            rows = [r for r in rows if r.kind != "function_index"]
+            direct = build_wave_rows(request.messages, request.tools, direct_call=True)[-1]
+            choice = template(direct.messages)
         if options.max_rows is not None:
             rows = rows[: options.max_rows]
-        return cls(request, rows, [template(r.messages) for r in rows], known)
+        return cls(request, rows, [template(r.messages) for r in rows], known, choice)
 
 
 @dataclass
@@ -165,6 +185,16 @@ class WaveAssembler:
     @property
     def _tools(self) -> Sequence[Mapping[str, Any]]:
         return self.plan.request.tools
+
+    def choose(self, index: int) -> None:
+        """The tool chosen without a function-index row (``function_choice="scored"``)."""
+        if not 0 <= index < len(self._tools):
+            raise ValueError(f"tool index {index} outside 0..{len(self._tools) - 1}")
+        with self._lock:
+            self.arrivals.append("function")
+            self.function_answer = str(index)
+            if not self.followed:
+                self._publish_function(index)
 
     def answer(self, row_index: int, text: str) -> None:
         """Record row ``row_index``'s answer and publish whatever it makes visible."""

@@ -194,6 +194,31 @@ class SharedPrefixGenerator:
             run = _Run(self, prompts, max_new_tokens, stop_strings, on_row, cancel)
             return run.run(first, then)
 
+    def score(
+        self,
+        sequences: Sequence[Sequence[int]],
+        counts: Sequence[int],
+        *,
+        cancel: threading.Event | None = None,
+    ) -> list[float]:
+        """Log-probability of the last ``counts[i]`` tokens of ``sequences[i]`` given the
+        tokens before them (summed over those tokens), for every row in one forward.
+
+        The rows' shared prefix runs once, as in :meth:`generate`; each row's own suffix runs
+        after it (left-padded into holes), with the same positions as when it runs alone.
+        """
+        if len(counts) != len(sequences):
+            raise ValueError("one count per sequence")
+        if any(not 0 < c < len(s) for s, c in zip(sequences, counts, strict=True)):
+            raise ValueError("each count must leave at least one token before the scored ones")
+        if not sequences:
+            return []
+        import torch
+
+        with self._lock, _torch_threads(self.num_threads), torch.inference_mode():
+            run = _Run(self, sequences, 0, (), None, cancel)
+            return run.score(counts)
+
 
 def _repeated(cache: Any, rows: int) -> Any:
     """A copy of a batch-1 KV cache, repeated for ``rows`` rows (the original is kept)."""
@@ -272,6 +297,31 @@ class _Run:
                 self.results[i] = RowResult(i, [], "", "skipped")
         return self._ordered()
 
+    def score(self, counts: Sequence[int]) -> list[float]:
+        """Summed log-probabilities of each row's last ``counts[i]`` tokens (one forward)."""
+        import torch
+
+        # The position before a row's first scored token must run in its suffix.
+        prefix_len = min(
+            common_prefix_length(self.prompts),
+            min(len(p) - c for p, c in zip(self.prompts, counts, strict=True)) - 1,
+        )
+        rows = list(range(len(self.prompts)))
+        cache = self._prefill_prefix(prefix_len, len(rows))
+        ids, keep, positions = self._suffix_batch(prefix_len, rows)
+        hidden = self._forward(ids, keep, positions, cache, every_position=True)
+        width = ids.shape[1]
+        scores: list[float] = []
+        for row, count in enumerate(counts):
+            targets = torch.tensor(self.prompts[row][-count:], device=self.device)
+            # Position j predicts token j + 1: the scored tokens' predictors end one early.
+            logits = hidden[row, width - count - 1 : width - 1]
+            if self.head is not None:
+                logits = self.head(logits)
+            logprobs = torch.log_softmax(logits.float(), dim=-1)
+            scores.append(float(logprobs.gather(1, targets[:, None]).sum()))
+        return scores
+
     def _decode(self, cache: Any, prefix_len: int, rows: list[int]) -> None:
         """Run ``rows`` (global indices) to completion on ``cache`` (the prefix, one per row)."""
         tokens = self._prefill_suffixes(cache, prefix_len, rows)
@@ -286,10 +336,20 @@ class _Run:
         if self.cancel is not None and self.cancel.is_set():
             raise GenerationCancelled
 
-    def _forward(self, input_ids: Any, keep: Any, position_ids: Any, cache: Any) -> Any:
+    def _forward(
+        self,
+        input_ids: Any,
+        keep: Any,
+        position_ids: Any,
+        cache: Any,
+        *,
+        every_position: bool = False,
+    ) -> Any:
         """One forward; ``keep`` ``[B, K]`` marks the key columns each row may see.
 
-        Returns each row's greedy next token.
+        Returns each row's greedy next token; with ``every_position``, the ``[B, T, ...]``
+        outputs of every position instead (hidden states before the head when the head runs
+        apart, else logits).
         """
         import torch
 
@@ -311,6 +371,10 @@ class _Run:
             "use_cache": True,
             self.cache_kwarg: cache,
         }
+        if every_position:
+            if self.head is not None:
+                return self.decoder(**inputs).last_hidden_state
+            return self.model(**inputs).logits
         if self.head is not None:
             hidden = self.decoder(**inputs).last_hidden_state[:, -1, :]
             return self.head(hidden).argmax(dim=-1)
@@ -336,6 +400,17 @@ class _Run:
         """Run the rows' suffixes, left-padded after the shared prefix; first tokens out."""
         import torch
 
+        ids, keep, positions = self._suffix_batch(prefix_len, rows)
+        self.active = list(rows)
+        self.keep = keep
+        self.next_pos = torch.tensor([len(self.prompts[i]) for i in rows], device=self.device)
+        return self._forward(ids, keep, positions, cache)
+
+    def _suffix_batch(self, prefix_len: int, rows: list[int]) -> tuple[Any, Any, Any]:
+        """Input ids, key mask and positions of the rows' suffixes, left-padded into holes
+        between the shared prefix and each suffix."""
+        import torch
+
         suffixes = [self.prompts[i][prefix_len:] for i in rows]
         width = max(len(s) for s in suffixes)
         batch = len(suffixes)
@@ -347,10 +422,7 @@ class _Run:
             ids[row, pad:] = torch.tensor(suffix, device=self.device)
             keep[row, prefix_len : prefix_len + pad] = False  # the holes
             positions[row, pad:] = torch.arange(prefix_len, prefix_len + len(suffix))
-        self.active = list(rows)
-        self.keep = keep
-        self.next_pos = torch.tensor([len(self.prompts[i]) for i in rows], device=self.device)
-        return self._forward(ids, keep, positions, cache)
+        return ids, keep, positions
 
     def _step(self, tokens: Any, cache: Any) -> Any:
         """One token for every active row."""

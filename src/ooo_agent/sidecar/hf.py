@@ -31,7 +31,7 @@ from ooo_agent.sidecar._wave import WaveAssembler, WaveOptions, WavePlan, WaveRe
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
 from ooo_agent.sidecar.batch import GenerationCancelled, RowResult, SharedPrefixGenerator
 from ooo_agent.sidecar.prompts import PromptTemplate, template_from_tokenizer
-from ooo_agent.sidecar.rows import parse_function_index
+from ooo_agent.sidecar.rows import direct_call_start, parse_function_index, tool_signatures
 
 __all__ = ["ADAPTER_SUBFOLDERS", "HFSidecar"]
 
@@ -132,7 +132,8 @@ class HFSidecar:
     ) -> HFSidecar:
         """A sidecar from a named model preset (see ``ooo_agent.models``).
 
-        ``dtype`` None: :func:`~ooo_agent.models.presets.sidecar_dtype` for ``device``.
+        ``dtype`` None: :func:`~ooo_agent.models.presets.sidecar_dtype` for ``device``. Without
+        ``options``, the preset's ``function_choice`` (``scored`` for the embedded sidecar).
         """
         try:
             from ooo_agent.models import load_preset  # type: ignore[attr-defined,unused-ignore]
@@ -140,8 +141,11 @@ class HFSidecar:
             raise ModelNotAvailableError(
                 "model presets are not available in this installation (ooo_agent.models.load_preset)"
             ) from exc
-        from ooo_agent.models.presets import sidecar_dtype
+        from ooo_agent.models.presets import PRESETS, sidecar_dtype
 
+        preset = PRESETS.get(name)
+        if "options" not in kwargs and preset is not None:
+            kwargs["options"] = WaveOptions(function_choice=preset.function_choice)
         loaded = load_preset(name, dtype=dtype or sidecar_dtype(device), device=device)
         if isinstance(loaded, tuple) and len(loaded) >= 2:
             model, tokenizer = loaded[0], loaded[1]
@@ -192,11 +196,32 @@ class HFSidecar:
     def _schedule(
         self, plan: WavePlan, assembler: WaveAssembler, cancel: threading.Event | None
     ) -> tuple[list[int], Callable[[list[RowResult]], list[int]] | None]:
-        has_index = any(row.kind == "function_index" for row in plan.rows)
-        if self.schedule != "function-first" or not has_index or len(plan.rows) < 2:
+        if self.schedule != "function-first" or len(plan.rows) < 2:
             return [], None
-        wait = self.options.follow_wait_s if self.options.follow_target else 0.0
-        return _function_first(plan, assembler, wait, cancel)
+        if any(row.kind == "function_index" for row in plan.rows):
+            wait = self.options.follow_wait_s if self.options.follow_target else 0.0
+            return _function_first(plan, assembler, wait, cancel)
+        if plan.choice_prompt is not None:
+            return _chosen_first(plan, assembler)
+        return [], None
+
+    def _choose(
+        self, plan: WavePlan, assembler: WaveAssembler, cancel: threading.Event | None
+    ) -> None:
+        """``function_choice="scored"``: the tool whose name starts the likeliest direct call."""
+        assert plan.choice_prompt is not None
+        base = self.generator.encode(plan.choice_prompt)
+        sequences: list[list[int]] = []
+        counts: list[int] = []
+        for name, _ in tool_signatures(plan.request.tools):
+            start = direct_call_start(name)
+            full = self.generator.encode(plan.choice_prompt + start)
+            if full[: len(base)] != base:  # the answer's start merged into the prompt's end
+                full = base + self.generator.encode(start)
+            sequences.append(full)
+            counts.append(len(full) - len(base))
+        scores = self.generator.score(sequences, counts, cancel=cancel)
+        assembler.choose(max(range(len(scores)), key=scores.__getitem__))
 
     def _generate(
         self, plan: WavePlan, assembler: WaveAssembler, cancel: threading.Event | None
@@ -205,8 +230,12 @@ class HFSidecar:
             assembler.answer(result.index, result.text.strip())
 
         try:
+            if plan.choice_prompt is not None:
+                self._choose(plan, assembler, cancel)
             prompts = [self.generator.encode(text) for text in plan.prompts]
             first, then = self._schedule(plan, assembler, cancel)
+            if plan.choice_prompt is not None and then is not None and not first:
+                return []  # the chosen tool has no parameters: no row to ask
             return self.generator.generate(
                 prompts,
                 max_new_tokens=self.max_new_tokens,
@@ -251,6 +280,31 @@ def _function_first(
         ]
 
     return head, then
+
+
+def _chosen_first(
+    plan: WavePlan, assembler: WaveAssembler
+) -> tuple[list[int], Callable[[list[RowResult]], list[int]]]:
+    """The argument rows of the tool already chosen (``function_choice="scored"``) first;
+    then, when the target has written another tool by then, that tool's rows."""
+
+    def rows_of(index: int | None) -> list[int]:
+        return [
+            i
+            for i, row in enumerate(plan.rows)
+            if row.kind == "argument_value" and row.function_index == index
+        ]
+
+    asked = {assembler.function}
+
+    def then(results: list[RowResult]) -> list[int]:
+        index = assembler.function
+        if not assembler.followed or index in asked:
+            return []
+        asked.add(index)
+        return rows_of(index)
+
+    return rows_of(assembler.function), then
 
 
 def _attach_adapter(model: Any, adapter: str | Path, subfolder: str | None, *, merge: bool) -> Any:

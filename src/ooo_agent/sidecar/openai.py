@@ -84,6 +84,11 @@ class OpenAISidecar:
         self.timeout = timeout
         self.max_tokens = max_tokens
         self.options = options or WaveOptions()
+        if self.options.function_choice != "index":
+            raise ValueError(
+                "function_choice='scored' needs the sidecar model's log-probabilities; an HTTP "
+                "sidecar answers the function-index row (use HFSidecar to score names)"
+            )
         self.client = client
         self.extra_body = dict(extra_body or {})
 

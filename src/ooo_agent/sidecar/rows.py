@@ -25,6 +25,7 @@ __all__ = [
     "assemble_hint",
     "build_wave_rows",
     "direct_call_prompt",
+    "direct_call_start",
     "function_index_prompt",
     "label_rows",
     "parse_function_index",
@@ -153,6 +154,12 @@ def direct_call_prompt(dialogue: str, signatures: Sequence[tuple[str, list[str]]
         f"{dialogue}\n\nAvailable tools:\n{_indexed_tools(signatures)}\n\n"
         "What is the complete tool call? Respond with a JSON object."
     )
+
+
+def direct_call_start(name: str) -> str:
+    """The start of a direct-call row's answer naming ``name``, up to the next key's quote:
+    ``{"name": "get_weather", "`` (answers are ``{"name": ..., "parameters": {...}}``)."""
+    return '{"name": ' + json.dumps(name, ensure_ascii=False) + ', "'
 
 
 def _row(kind: RowKind, user: str, index: int | None = None, param: str | None = None) -> SemanticRow:

@@ -31,6 +31,7 @@ from ooo_agent.targets.base import MODES, Generation, Mode, TargetRequest
 if TYPE_CHECKING:
     import torch
 
+    from ooo_agent.decoding.constraint import ToolNameConstraint
     from ooo_agent.decoding.drafts.hint import HintReader
     from ooo_agent.decoding.drafts.memory import RetrievalMemory
     from ooo_agent.decoding.drafts.ngram import NgramDrafter
@@ -52,6 +53,9 @@ class HFTarget:
     prompt that shares its start (same system prompt and tools). ``node_budget`` caps drafted
     tree nodes per step and ``min_gain`` drops nodes less likely than this to be accepted.
     The retrieval memory keeps ``memory_size`` earlier outputs of this instance.
+    ``constrain_names`` restricts every call's function name to the offered tools during
+    decoding (:mod:`ooo_agent.decoding.constraint`), in every mode alike: the modes then equal
+    *constrained* greedy decoding token for token. Off by default (plain greedy decoding).
     """
 
     def __init__(
@@ -70,6 +74,7 @@ class HFTarget:
         recycling: bool = True,
         recycling_top_k: int = 8,
         split_head: bool | None = None,
+        constrain_names: bool = False,
     ) -> None:
         import torch
 
@@ -92,6 +97,7 @@ class HFTarget:
         self.node_budget = node_budget
         self.min_gain = min_gain
         self.max_draft_tokens = max_draft_tokens
+        self.constrain_names = constrain_names
         self.engine: DecodeEngine = DecodeEngine(
             model, prefix_reuse=prefix_reuse, split_head=split_head
         )
@@ -192,6 +198,17 @@ class HFTarget:
             self._skeletons[key] = skeleton
         return skeleton
 
+    def _constraint(self, tools: Sequence[Mapping[str, Any]]) -> ToolNameConstraint | None:
+        """This request's function-name constraint (None when off or nothing to constrain)."""
+        if not self.constrain_names or not tools:
+            return None
+        from ooo_agent.decoding.constraint import ToolNameConstraint
+
+        skeleton = self._skeleton(tools)
+        if skeleton is None or not skeleton.name_texts:
+            return None
+        return ToolNameConstraint(skeleton, self.codec.decode)
+
     def _render_hint(self, hint: Hint) -> str | None:
         if hint.function is None:
             return None
@@ -210,6 +227,7 @@ class HFTarget:
         prompt = self.prompt_ids(request.messages, request.tools)
         stop = StopCondition.of(self.end_ids, self._format.stop_strings, self.codec.decode)
         plan = None if request.mode == "vanilla" else _Speculation(self, request, prompt)
+        constraint = self._constraint(request.tools)
         try:
             with self._serial:
                 result = self.engine.decode(
@@ -224,6 +242,7 @@ class HFTarget:
                     decode_text=self.codec.decode,
                     cancel=cancel,
                     mode=request.mode,
+                    constraint=constraint,
                 )
         except DecodeCancelled:
             raise

@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 from rich.console import Console
 from rich.table import Table
@@ -213,6 +213,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the sidecar's precision (default auto: what HFSidecar uses here, bfloat16 on a "
         "CPU or GPU with native bf16 kernels, else float32)",
     )
+    parser.add_argument(
+        "--function-choice",
+        choices=("auto", "index", "scored"),
+        default="auto",
+        help="index: the function-index row's answer; scored: the tool name the sidecar finds "
+        "likeliest to start a direct call (WaveOptions.function_choice); auto (default): the "
+        "preset's own choice (scored for the embedded sidecar), else index",
+    )
     parser.add_argument("--cache-dir", default=None, help="ooo-agent cache root")
     parser.add_argument(
         "--exclude-trained",
@@ -266,6 +274,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         "labels": which,
         "max_new_tokens": args.max_new_tokens,
         "direct_call": not args.no_direct,
+        "function_choice": _function_choice(args),
         "excluded_trained": excluded,
     }
     console.print(render_table(report))
@@ -273,6 +282,16 @@ def run_from_args(args: argparse.Namespace) -> int:
     args.out.write_text(json.dumps(report.to_dict(), indent=2) + "\n", encoding="utf-8")
     console.print(f"report written to {args.out}")
     return 0
+
+
+def _function_choice(args: argparse.Namespace) -> Literal["index", "scored"]:
+    """``--function-choice`` with ``auto`` resolved: the preset's own choice, else ``index``."""
+    if args.function_choice != "auto":
+        return cast(Literal["index", "scored"], args.function_choice)
+    from ooo_agent.models.presets import PRESETS
+
+    preset = PRESETS.get(args.sidecar)
+    return preset.function_choice if preset is not None else "index"
 
 
 def _load_sidecar(args: argparse.Namespace) -> tuple[Any, Path | None]:
@@ -293,7 +312,7 @@ def _load_sidecar(args: argparse.Namespace) -> tuple[Any, Path | None]:
     options = {
         "num_threads": args.threads,
         "max_new_tokens": args.max_new_tokens,
-        "options": WaveOptions(schedule="parallel"),
+        "options": WaveOptions(schedule="parallel", function_choice=_function_choice(args)),
     }
     dtype = sidecar_dtype("cpu") if args.dtype == "auto" else getattr(torch, args.dtype)
     preset = PRESETS.get(args.sidecar)

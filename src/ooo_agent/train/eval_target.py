@@ -337,6 +337,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="transformers' generate, or the project's decoder (toolspec: lossless, faster)",
     )
     parser.add_argument(
+        "--constrain-names",
+        action="store_true",
+        help="with --engine vanilla/toolspec: restrict each call's function name to the "
+        "offered tools while decoding (HFTarget(constrain_names=True))",
+    )
+    parser.add_argument(
         "--labels-out",
         default=None,
         help="also write each request with the target's first valid call (JSONL), "
@@ -351,6 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--cache-dir", default=None)
     args = parser.parse_args(argv)
+    if args.constrain_names and args.engine == "generate":
+        parser.error("--constrain-names needs --engine vanilla or toolspec")
     if args.compare:
         try:
             old, new = (json.loads(Path(p).read_text(encoding="utf-8")) for p in args.compare)
@@ -399,7 +407,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         from ooo_agent.targets.hf import HFTarget
 
-        target = HFTarget(model, tokenizer, fmt, num_threads=args.threads)
+        target = HFTarget(
+            model, tokenizer, fmt, num_threads=args.threads, constrain_names=args.constrain_names
+        )
         generate = engine_generator(target, mode=args.engine, max_new_tokens=args.max_new_tokens)
     report = evaluate_items(items, generate, fmt, on_item=show)
     if args.labels_out:
@@ -417,6 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "offset": args.offset,
         "max_new_tokens": args.max_new_tokens,
         "engine": args.engine,
+        "constrain_names": args.constrain_names,
         "command": " ".join(sys.argv),
     }
     for category, score in report.categories.items():

@@ -1,0 +1,276 @@
+"""Constrained decoding: only offered tool names, and still the same tokens in every mode."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from ooo_agent.decoding.constraint import ToolNameConstraint  # noqa: E402
+from ooo_agent.decoding.drafts.base import DraftContext, TokenDraft  # noqa: E402
+from ooo_agent.decoding.loop import DecodeEngine  # noqa: E402
+from ooo_agent.decoding.planner import DraftPlanner  # noqa: E402
+from ooo_agent.decoding.stopping import StopCondition  # noqa: E402
+from ooo_agent.formats import HermesFormat  # noqa: E402
+from test_decoding_support import tiny_model  # noqa: E402
+
+
+def _tool(name: str) -> dict[str, object]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "parameters": {"type": "object", "properties": {"a": {"type": "integer"}}},
+        },
+    }
+
+
+TOOLS = [_tool("math_roots.quadratic"), _tool("math.roots.cubic"), _tool("get")]
+PIECES = [
+    '<tool_call>\n{"name": "',
+    "math",
+    "_",
+    ".",
+    "roots",
+    ".quadratic",
+    "quadratic",
+    "cubic",
+    '", "arguments": {"a": 1}}\n</tool_call>',
+    "ge",
+    "t",
+    "get",
+    "x",
+    "hello",
+]
+"""A toy vocabulary: token id i is PIECES[i]."""
+
+
+def _ids(*pieces: str) -> list[int]:
+    return [PIECES.index(p) for p in pieces]
+
+
+def _decode(ids: Sequence[int]) -> str:
+    return "".join(PIECES[i] for i in ids)
+
+
+def _logits(order: Sequence[str]) -> torch.Tensor:
+    """Logits ranking the given pieces first, in that order, the rest below."""
+    logits = torch.zeros(len(PIECES))
+    for rank, piece in enumerate(order):
+        logits[PIECES.index(piece)] = 10.0 - rank
+    return logits
+
+
+@pytest.fixture
+def constraint() -> ToolNameConstraint:
+    return ToolNameConstraint(HermesFormat().skeleton(TOOLS), _decode)
+
+
+def test_an_invented_name_is_turned_into_an_offered_one(constraint: ToolNameConstraint) -> None:
+    generated = _ids('<tool_call>\n{"name": "', "math", ".", "roots")
+    # The model wants ".quadratic" (math.roots.quadratic is not offered); the best allowed
+    # continuation in its ranking is "." (toward math.roots.cubic).
+    logits = _logits([".quadratic", "x", ".", "cubic"])
+    greedy = int(logits.argmax())
+    assert constraint.choose(generated, logits, greedy) == PIECES.index(".")
+    assert constraint.overrides == 1
+
+
+def test_the_argmax_stands_when_it_is_allowed(constraint: ToolNameConstraint) -> None:
+    generated = _ids('<tool_call>\n{"name": "', "math")
+    logits = _logits(["_", "."])
+    assert constraint.choose(generated, logits, PIECES.index("_")) == PIECES.index("_")
+    assert constraint.overrides == 0
+
+
+def test_closing_the_name_needs_an_offered_name(constraint: ToolNameConstraint) -> None:
+    closing = '", "arguments": {"a": 1}}\n</tool_call>'
+    # "ge" is a prefix of "get" but not a tool: the closing quote is refused after it.
+    generated = _ids('<tool_call>\n{"name": "', "ge")
+    logits = _logits([closing, "t"])
+    assert constraint.choose(generated, logits, PIECES.index(closing)) == PIECES.index("t")
+    # After "get" (an offered name, and a prefix of none other) it is the only choice.
+    generated = _ids('<tool_call>\n{"name": "', "get")
+    logits = _logits([closing])
+    assert constraint.choose(generated, logits, PIECES.index(closing)) == PIECES.index(closing)
+
+
+def test_text_outside_a_name_is_left_alone(constraint: ToolNameConstraint) -> None:
+    assert constraint.choose([], _logits(["hello"]), PIECES.index("hello")) == PIECES.index("hello")
+    done = _ids('<tool_call>\n{"name": "', "get", '", "arguments": {"a": 1}}\n</tool_call>')
+    assert constraint.choose(done, _logits(["x"]), PIECES.index("x")) == PIECES.index("x")
+    assert constraint.overrides == 0
+
+
+def test_no_allowed_token_in_reach_keeps_the_argmax() -> None:
+    constraint = ToolNameConstraint(HermesFormat().skeleton(TOOLS), _decode, max_candidates=1)
+    generated = _ids('<tool_call>\n{"name": "', "math", ".", "roots")
+    logits = _logits([".quadratic", "."])
+    assert constraint.choose(generated, logits, PIECES.index(".quadratic")) == PIECES.index(
+        ".quadratic"
+    )
+    with pytest.raises(ValueError, match="max_candidates"):
+        ToolNameConstraint(HermesFormat().skeleton(TOOLS), _decode, max_candidates=0)
+
+
+# -- the engine: a constraint is applied the same way in the plain loop and the tree walk ----
+
+VOCAB = 64
+
+
+class EveryThird:
+    """A toy constraint: only token ids divisible by 3 (the best of them by the logits)."""
+
+    def __init__(self) -> None:
+        self.overrides = 0
+        self.seen: list[list[int]] = []
+
+    def choose(self, generated: Sequence[int], logits: torch.Tensor, greedy: int) -> int:
+        self.seen.append(list(generated))
+        if greedy % 3 == 0:
+            return greedy
+        self.overrides += 1
+        allowed = torch.arange(0, logits.shape[-1], 3)
+        return int(allowed[int(logits[allowed].argmax())])
+
+
+class TruthDrafter:
+    """Drafts the true continuation, sometimes with a wrong token in it."""
+
+    def __init__(self, truth: Sequence[int], rng: random.Random) -> None:
+        self.truth = list(truth)
+        self.rng = rng
+
+    def draft(self, context: DraftContext) -> list[TokenDraft]:
+        at = len(context.generated_ids)
+        right = tuple(self.truth[at : at + self.rng.randint(1, 8)])
+        wrong = tuple(t if self.rng.random() < 0.7 else self.rng.randrange(VOCAB) for t in right)
+        return [TokenDraft(right, "schema", 0.9), TokenDraft(wrong, "ngram", 0.5)]
+
+    def observe(self, context: DraftContext, accepted: Sequence[int]) -> None:
+        return None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_speculation_equals_constrained_greedy(seed: int) -> None:
+    model = tiny_model("llama", "sdpa", vocab_size=VOCAB, seed=seed)
+    rng = random.Random(seed)
+    prompt = [rng.randrange(VOCAB) for _ in range(rng.randint(3, 12))]
+    reference = DecodeEngine(model, prefix_reuse=False)
+    plain = EveryThird()
+    truth = reference.decode(prompt, max_new_tokens=24, stop=StopCondition.of([]), constraint=plain)
+    assert all(t % 3 == 0 for t in truth.token_ids)
+    assert plain.overrides > 0  # the constraint changed the output: a real test of the plumbing
+    assert truth.stats.constrained_tokens == plain.overrides
+    unconstrained = reference.decode(prompt, max_new_tokens=24, stop=StopCondition.of([]))
+    assert unconstrained.token_ids != truth.token_ids
+
+    speculative = DecodeEngine(model, prefix_reuse=True)
+    spec_constraint = EveryThird()
+    planner = DraftPlanner([TruthDrafter(truth.token_ids, rng)], budget=16, min_gain=0.0)
+    spec = speculative.decode(
+        prompt,
+        max_new_tokens=24,
+        stop=StopCondition.of([]),
+        planner=planner,
+        constraint=spec_constraint,
+    )
+    assert spec.token_ids == truth.token_ids
+    assert spec.stats.forward_passes < truth.stats.forward_passes
+    # The walk asks the constraint with each node's own output so far.
+    assert all(seen == truth.token_ids[: len(seen)] for seen in spec_constraint.seen)
+
+
+# -- the embedded target: a name it would invent becomes an offered one -------------------
+
+
+def _math_tool(name: str, what: str, params: dict[str, str], kind: str) -> dict[str, object]:
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"Calculate the roots of a {what} equation.",
+            "parameters": {
+                "type": "object",
+                "properties": {p: {"type": kind, "description": d} for p, d in params.items()},
+                "required": list(params),
+            },
+        },
+    }
+
+
+ROOT_TOOLS = [
+    _math_tool(
+        "math_roots.quadratic",
+        "quadratic",
+        {"a": "Coefficient of the second-degree term.", "b": "Coefficient of the first-degree "
+         "term.", "c": "Constant term."},
+        "integer",
+    ),
+    _math_tool(
+        "math.roots.cubic",
+        "cubic",
+        {"a": "Coefficient of the third-degree term.", "b": "Coefficient of the second-degree "
+         "term.", "c": "Coefficient of the first-degree term.", "d": "Constant term."},
+        "number",
+    ),
+    {
+        "type": "function",
+        "function": {
+            "name": "math.roots.polynomial",
+            "description": "Calculate the roots of a polynomial equation.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "coefficients": {
+                        "type": "array",
+                        "items": {"type": "number"},
+                        "description": "Coefficients from the highest degree term.",
+                    },
+                    "degree": {"type": "integer", "description": "Degree of the polynomial."},
+                },
+                "required": ["coefficients"],
+            },
+        },
+    },
+]
+"""Three similar names: unconstrained, the embedded target writes ``math.roots.quadratic``."""
+
+
+@pytest.mark.slow
+def test_the_embedded_target_names_only_offered_tools_in_every_mode() -> None:
+    from ooo_agent.errors import ModelNotAvailableError
+    from ooo_agent.models import load_preset
+    from ooo_agent.targets.base import TargetRequest
+    from ooo_agent.targets.hf import HFTarget
+
+    try:
+        model, tokenizer = load_preset("smollm2-135m-toolcall")
+    except ModelNotAvailableError as exc:
+        pytest.skip(f"embedded tool-calling adapter not available: {exc}")
+    fmt = HermesFormat()
+    offered = {t["function"]["name"] for t in ROOT_TOOLS}  # type: ignore[index]
+    messages = [
+        {"role": "user", "content": "Calculate the roots of a quadratic equation with "
+         "coefficients 5, 20, and -25"}
+    ]
+    plain = HFTarget(model, tokenizer, fmt)
+    free = plain.generate_sync(TargetRequest(messages, ROOT_TOOLS, mode="vanilla", max_new_tokens=64))
+    invented = [c.name for c in fmt.parse(free.text).calls if c.name not in offered]
+    assert invented, f"the premise: unconstrained, the model invents a name ({free.text!r})"
+
+    constrained = HFTarget(model, tokenizer, fmt, constrain_names=True)
+    outputs = {
+        mode: constrained.generate_sync(
+            TargetRequest(messages, ROOT_TOOLS, mode=mode, max_new_tokens=64)
+        )
+        for mode in ("vanilla", "toolspec")
+    }
+    assert outputs["toolspec"].token_ids == outputs["vanilla"].token_ids
+    calls = fmt.parse(outputs["vanilla"].text).calls
+    assert calls and all(c.name in offered for c in calls), outputs["vanilla"].text
+    assert outputs["vanilla"].stats.constrained_tokens >= 1
+    assert outputs["toolspec"].stats.constrained_tokens == outputs["vanilla"].stats.constrained_tokens
