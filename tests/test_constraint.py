@@ -9,12 +9,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from ooo_agent.decoding.constraint import ToolNameConstraint  # noqa: E402
+from ooo_agent.decoding.constraint import CallConstraint  # noqa: E402
 from ooo_agent.decoding.drafts.base import DraftContext, TokenDraft  # noqa: E402
 from ooo_agent.decoding.loop import DecodeEngine  # noqa: E402
 from ooo_agent.decoding.planner import DraftPlanner  # noqa: E402
 from ooo_agent.decoding.stopping import StopCondition  # noqa: E402
-from ooo_agent.formats import HermesFormat  # noqa: E402
+from ooo_agent.formats import HermesFormat, JsonFormat  # noqa: E402
+from ooo_agent.formats._scan import INCOMPLETE, INVALID, json_value_end  # noqa: E402
 from test_decoding_support import tiny_model  # noqa: E402
 
 
@@ -65,11 +66,11 @@ def _logits(order: Sequence[str]) -> torch.Tensor:
 
 
 @pytest.fixture
-def constraint() -> ToolNameConstraint:
-    return ToolNameConstraint(HermesFormat().skeleton(TOOLS), _decode)
+def constraint() -> CallConstraint:
+    return CallConstraint(HermesFormat().skeleton(TOOLS), _decode)
 
 
-def test_an_invented_name_is_turned_into_an_offered_one(constraint: ToolNameConstraint) -> None:
+def test_an_invented_name_is_turned_into_an_offered_one(constraint: CallConstraint) -> None:
     generated = _ids('<tool_call>\n{"name": "', "math", ".", "roots")
     # The model wants ".quadratic" (math.roots.quadratic is not offered); the best allowed
     # continuation in its ranking is "." (toward math.roots.cubic).
@@ -79,14 +80,14 @@ def test_an_invented_name_is_turned_into_an_offered_one(constraint: ToolNameCons
     assert constraint.overrides == 1
 
 
-def test_the_argmax_stands_when_it_is_allowed(constraint: ToolNameConstraint) -> None:
+def test_the_argmax_stands_when_it_is_allowed(constraint: CallConstraint) -> None:
     generated = _ids('<tool_call>\n{"name": "', "math")
     logits = _logits(["_", "."])
     assert constraint.choose(generated, logits, PIECES.index("_")) == PIECES.index("_")
     assert constraint.overrides == 0
 
 
-def test_closing_the_name_needs_an_offered_name(constraint: ToolNameConstraint) -> None:
+def test_closing_the_name_needs_an_offered_name(constraint: CallConstraint) -> None:
     closing = '", "arguments": {"a": 1}}\n</tool_call>'
     # "ge" is a prefix of "get" but not a tool: the closing quote is refused after it.
     generated = _ids('<tool_call>\n{"name": "', "ge")
@@ -98,7 +99,7 @@ def test_closing_the_name_needs_an_offered_name(constraint: ToolNameConstraint) 
     assert constraint.choose(generated, logits, PIECES.index(closing)) == PIECES.index(closing)
 
 
-def test_text_outside_a_name_is_left_alone(constraint: ToolNameConstraint) -> None:
+def test_text_outside_a_name_is_left_alone(constraint: CallConstraint) -> None:
     assert constraint.choose([], _logits(["hello"]), PIECES.index("hello")) == PIECES.index("hello")
     done = _ids('<tool_call>\n{"name": "', "get", '", "arguments": {"a": 1}}\n</tool_call>')
     assert constraint.choose(done, _logits(["x"]), PIECES.index("x")) == PIECES.index("x")
@@ -106,14 +107,90 @@ def test_text_outside_a_name_is_left_alone(constraint: ToolNameConstraint) -> No
 
 
 def test_no_allowed_token_in_reach_keeps_the_argmax() -> None:
-    constraint = ToolNameConstraint(HermesFormat().skeleton(TOOLS), _decode, max_candidates=1)
+    constraint = CallConstraint(HermesFormat().skeleton(TOOLS), _decode, max_candidates=1)
     generated = _ids('<tool_call>\n{"name": "', "math", ".", "roots")
     logits = _logits([".quadratic", "."])
     assert constraint.choose(generated, logits, PIECES.index(".quadratic")) == PIECES.index(
         ".quadratic"
     )
     with pytest.raises(ValueError, match="max_candidates"):
-        ToolNameConstraint(HermesFormat().skeleton(TOOLS), _decode, max_candidates=0)
+        CallConstraint(HermesFormat().skeleton(TOOLS), _decode, max_candidates=0)
+
+
+# -- well-formed calls ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "end"),
+    [
+        ('{"a": 1}', 8),
+        ('{"a": {"b": [1, 2.5e-3, "x", true, null]}}', 42),
+        ('[] tail', 2),
+        ('{"a": 1', INCOMPLETE),
+        ('{"a": tr', INCOMPLETE),
+        ('{"a": 1.', INCOMPLETE),
+        ('{"a": -', INCOMPLETE),
+        ('{"a": "unterminated', INCOMPLETE),
+        ('{"a": 5ft', INVALID),
+        ('{"a": 01}', INVALID),
+        ('{"a": 1.}', INVALID),
+        ('{"a" 1}', INVALID),
+        ('{"a": 1,}', INVALID),
+        ("{'a': 1}", INVALID),
+    ],
+)
+def test_json_value_end(text: str, end: int) -> None:
+    assert json_value_end(text) == end
+
+
+def test_well_formed_follows_the_whole_call() -> None:
+    skeleton = HermesFormat().skeleton(TOOLS)
+    head = '<tool_call>\n{"name": "get'
+    assert skeleton.well_formed("plain text") is None
+    for good in ("", '", "argu', '", "parameters": {"a": [1', '", "arguments": {"a": 1}}\n</to',
+                 '", "arguments": {"a": 1} }\n</tool_call>\nanything after the call'):
+        assert skeleton.well_formed(head + good) is True, good
+    for bad in ('", "foo"', '", "arguments": {"a": 5ft', '", "arguments": {"a": {"b": 1}}\n<'):
+        assert skeleton.well_formed(head + bad) is False, bad
+    assert JsonFormat().skeleton(TOOLS).well_formed('{"name": "get", "parameters": {"a": 1}}')
+
+
+SHAPE_PIECES = [
+    '<tool_call>\n{"name": "get", "arguments": {"a": {"b": 1',
+    "}}",
+    "}",
+    "\n</tool_call>",
+    "ft",
+    ",",
+    " 10",
+]
+
+
+def _shape_decode(ids: Sequence[int]) -> str:
+    return "".join(SHAPE_PIECES[i] for i in ids)
+
+
+def _shape_logits(order: Sequence[str]) -> torch.Tensor:
+    logits = torch.zeros(len(SHAPE_PIECES))
+    for rank, piece in enumerate(order):
+        logits[SHAPE_PIECES.index(piece)] = 10.0 - rank
+    return logits
+
+
+def test_a_call_closed_too_early_gets_its_last_brace() -> None:
+    skeleton = HermesFormat().skeleton(TOOLS)
+    constraint = CallConstraint(skeleton, _shape_decode, names=False, well_formed=True)
+    generated = [0, SHAPE_PIECES.index("}}")]
+    logits = _shape_logits(["\n</tool_call>", "}"])
+    assert constraint.choose(generated, logits, 3) == SHAPE_PIECES.index("}")
+    # Where the argmax keeps the call well-formed, it stands.
+    assert constraint.choose([0], _shape_logits(["}}", "ft"]), 1) == 1
+    # "1ft" is no JSON number: the next best that keeps the number a number.
+    assert constraint.choose([0], _shape_logits(["ft", " 10", ","]), 4) == SHAPE_PIECES.index(",")
+    assert constraint.overrides == 2
+    # Without well_formed (names only) malformed JSON is left alone.
+    names_only = CallConstraint(skeleton, _shape_decode)
+    assert names_only.choose(generated, logits, 3) == 3
 
 
 # -- the engine: a constraint is applied the same way in the plain loop and the tree walk ----
@@ -262,7 +339,7 @@ def test_the_embedded_target_names_only_offered_tools_in_every_mode() -> None:
     invented = [c.name for c in fmt.parse(free.text).calls if c.name not in offered]
     assert invented, f"the premise: unconstrained, the model invents a name ({free.text!r})"
 
-    constrained = HFTarget(model, tokenizer, fmt, constrain_names=True)
+    constrained = HFTarget(model, tokenizer, fmt, constrain_names=True, constrain_json=True)
     outputs = {
         mode: constrained.generate_sync(
             TargetRequest(messages, ROOT_TOOLS, mode=mode, max_new_tokens=64)

@@ -161,8 +161,9 @@ class DecodeStats:
     draft_s: float = 0.0
     finish_reason: str = ""
     constrained_tokens: int = 0
-    """Tokens where constrained decoding (``HFTarget(constrain_names=True)``) wrote another
-    token than the model's argmax, to keep a call's function name among the offered tools."""
+    """Tokens where constrained decoding (``HFTarget(constrain_names=True)`` /
+    ``constrain_json=True``) wrote another token than the model's argmax, to keep a call's
+    function name among the offered tools or its JSON well-formed."""
 
     @property
     def decode_steps(self) -> int:

@@ -147,6 +147,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="every mode decodes with the function-name constraint (HFTarget("
         "constrain_names=True)): a call can only name an offered tool",
     )
+    add(
+        "--constrain-json",
+        action="store_true",
+        help="every mode keeps each call's JSON well-formed while decoding (HFTarget("
+        "constrain_json=True))",
+    )
     add("--threads", type=int, default=1, help="torch CPU threads of the target (default 1)")
     add("--sidecar-threads", type=int, default=1, help="torch CPU threads of the sidecar")
     add("--max-new-tokens", type=int, default=256)
@@ -201,8 +207,12 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
             "--sidecar-function-choice scored needs the sidecar in this process (it scores "
             "names with the model's log-probabilities); drop --sidecar-process"
         )
-    if args.constrain_names and "hf-pld" in (args.modes or []):
-        raise CliError("--constrain-names: mode hf-pld (transformers' generate) cannot constrain")
+    constrained = args.constrain_names or args.constrain_json
+    if constrained and "hf-pld" in (args.modes or []):
+        raise CliError(
+            "--constrain-names / --constrain-json: mode hf-pld (transformers' generate) cannot "
+            "constrain decoding"
+        )
     if args.data:
         pools = [load_jsonl(args.data)]
     else:
@@ -283,7 +293,7 @@ async def _run(args: argparse.Namespace) -> int:
                 m
                 for m in BENCH_MODES
                 if (m != "ooo" or choice.sidecar is not None)
-                and not (m == "hf-pld" and args.constrain_names)
+                and not (m == "hf-pld" and (args.constrain_names or args.constrain_json))
             ]
         )
         if "ooo" in modes and choice.sidecar is None:
@@ -300,6 +310,7 @@ async def _run(args: argparse.Namespace) -> int:
             threads=args.threads, prefix_reuse=not args.no_prefix_reuse,
             max_new_tokens=args.max_new_tokens, sidecar_timeout=args.sidecar_timeout,
             pld_tokens=args.pld_tokens, constrain_names=args.constrain_names,
+            constrain_json=args.constrain_json,
         )  # fmt: skip
         schedule = [(item, True) for item in warmups] + [(item, False) for item in measured]
         with Progress(
@@ -360,6 +371,7 @@ async def _run(args: argparse.Namespace) -> int:
                 getattr(choice.sidecar, "options", None), "function_choice", None
             ),
             "constrain_names": args.constrain_names,
+            "constrain_json": args.constrain_json,
             "target_threads": args.threads,
             "sidecar_threads": args.sidecar_threads,
             "sidecar_process": args.sidecar_process,

@@ -124,6 +124,89 @@ def nested_end(text: str, start: int) -> int:
     return -1
 
 
+INCOMPLETE = -1
+"""``json_value_end``: the text ends inside the value (a valid beginning so far)."""
+INVALID = -2
+"""``json_value_end``: the text is not the beginning of a JSON value."""
+
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
+_LITERALS = ("true", "false", "null")
+
+
+def _scalar_ok(token: str) -> bool:
+    return token in _LITERALS or _NUMBER.fullmatch(token) is not None
+
+
+def _scalar_begins(token: str) -> bool:
+    """Whether ``token`` can still grow into a JSON number or literal."""
+    if any(literal.startswith(token) for literal in _LITERALS):
+        return True
+    return _NUMBER.fullmatch(token) is not None or _NUMBER.fullmatch(token + "0") is not None
+
+
+def json_value_end(text: str, start: int = 0) -> int:
+    """Scan one JSON value starting at ``start`` (after optional whitespace).
+
+    Returns the index just after the value when it is complete, :data:`INCOMPLETE` when the
+    text ends inside it, :data:`INVALID` when the text cannot begin a JSON value. Strings are
+    taken as the skeleton takes them (any escape); numbers and literals are checked strictly.
+    """
+    stack: list[str] = []
+    expect = "value"  # value | first_item | first_key | key | colon | after
+    i, n = start, len(text)
+    while True:
+        if expect == "after" and not stack:
+            return i
+        i = WS.match(text, i).end()  # type: ignore[union-attr]
+        if i >= n:
+            return INCOMPLETE
+        c = text[i]
+        if expect in ("value", "first_item"):
+            if expect == "first_item" and c == "]":
+                stack.pop()
+                i, expect = i + 1, "after"
+            elif c in "{[":
+                stack.append(c)
+                i, expect = i + 1, ("first_key" if c == "{" else "first_item")
+            elif c == '"':
+                end = string_end(text, i + 1)
+                if end < 0:
+                    return INCOMPLETE
+                i, expect = end, "after"
+            else:
+                j = SCALAR.match(text, i).end()  # type: ignore[union-attr]
+                token = text[i:j]
+                if j >= n:
+                    return INCOMPLETE if _scalar_begins(token) else INVALID
+                if not _scalar_ok(token):
+                    return INVALID
+                i, expect = j, "after"
+        elif expect in ("first_key", "key"):
+            if expect == "first_key" and c == "}":
+                stack.pop()
+                i, expect = i + 1, "after"
+            elif c == '"':
+                end = string_end(text, i + 1)
+                if end < 0:
+                    return INCOMPLETE
+                i, expect = end, "colon"
+            else:
+                return INVALID
+        elif expect == "colon":
+            if c != ":":
+                return INVALID
+            i, expect = i + 1, "value"
+        else:
+            top = stack[-1]
+            if c == ",":
+                i, expect = i + 1, ("key" if top == "{" else "value")
+            elif c == ("}" if top == "{" else "]"):
+                stack.pop()
+                i, expect = i + 1, "after"
+            else:
+                return INVALID
+
+
 @dataclass
 class TopLevelScan:
     """Resumable scan for where bare-JSON calls start (objects at depth 0, or inside a

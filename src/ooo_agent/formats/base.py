@@ -51,6 +51,11 @@ class CallSkeleton(ABC):
         closing quote is written; None outside any call, or when the skeleton cannot tell."""
         return None
 
+    def well_formed(self, generated: str) -> bool | None:
+        """Whether the last call in ``generated`` is so far the beginning of a well-formed call;
+        None outside any call, or when the skeleton cannot tell."""
+        return None
+
     @property
     def name_texts(self) -> frozenset[str]:
         """The offered tools' names as a call writes them (JSON string bodies)."""

@@ -21,11 +21,14 @@ from dataclasses import dataclass, field
 
 from ooo_agent.formats._common import dump_json
 from ooo_agent.formats._scan import (
+    INCOMPLETE,
+    INVALID,
     SCALAR,
     WS,
     ToolShape,
     TopLevelScan,
     decode_string,
+    json_value_end,
     nested_end,
     string_end,
     tool_shape,
@@ -153,6 +156,43 @@ class SchemaSkeleton(CallSkeleton):
     @property
     def name_texts(self) -> frozenset[str]:
         return frozenset(tool.name_json for tool in self._tools.values())
+
+    def well_formed(self, generated: str) -> bool | None:
+        """Whether the last call in ``generated`` is, so far, the beginning of a well-formed
+        call: after its name, the format's text up to the arguments, one JSON object (numbers
+        and literals checked strictly), then the closing text. Whitespace is free. None
+        outside any call. (The name itself is :meth:`open_name`'s business.)"""
+        start = self._call_start(generated)
+        if start < 0:
+            return None
+        body = generated[start:]
+        name_end = string_end(body, 0)
+        if name_end < 0:
+            return True
+        opened = self.syntax.after_name_re.match(body, name_end)
+        if opened is None:
+            typed = _squash(body[name_end:])
+            return any(form.startswith(typed) for form in self._after_name_forms)
+        end = json_value_end(body, opened.end() - 1)
+        if end == INVALID:
+            return False
+        if end == INCOMPLETE:
+            return True
+        rest = body[end:]
+        return bool(self.syntax.suffix_re.match(rest)) or _squash(self.syntax.suffix).startswith(
+            _squash(rest)
+        )
+
+    @property
+    def _after_name_forms(self) -> tuple[str, ...]:
+        """The text from the name's closing quote to the arguments' ``{``, whitespace removed,
+        with either key the formats accept."""
+        canonical = _squash(self.syntax.after_name + "{")
+        return tuple(
+            canonical.replace(f'"{a}"', f'"{b}"')
+            for a, b in (("arguments", "arguments"), ("arguments", "parameters"),
+                         ("parameters", "arguments"))
+        )
 
     # -- locating the current call -----------------------------------------------------
     def _call_start(self, generated: str, *, first: bool = False) -> int:
@@ -381,6 +421,11 @@ class SchemaSkeleton(CallSkeleton):
             return []  # mid-sentence: a call does not start here
         heads = self._after_name_candidates(hinted)
         return _select([TextDraft(lead + d.text, d.source) for d in heads], typed)
+
+
+def _squash(text: str) -> str:
+    """``text`` without whitespace."""
+    return "".join(text.split())
 
 
 def _partial_suffix(text: str, lead: str) -> str:

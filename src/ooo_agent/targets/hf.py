@@ -31,7 +31,7 @@ from ooo_agent.targets.base import MODES, Generation, Mode, TargetRequest
 if TYPE_CHECKING:
     import torch
 
-    from ooo_agent.decoding.constraint import ToolNameConstraint
+    from ooo_agent.decoding.constraint import CallConstraint
     from ooo_agent.decoding.drafts.hint import HintReader
     from ooo_agent.decoding.drafts.memory import RetrievalMemory
     from ooo_agent.decoding.drafts.ngram import NgramDrafter
@@ -54,7 +54,8 @@ class HFTarget:
     tree nodes per step and ``min_gain`` drops nodes less likely than this to be accepted.
     The retrieval memory keeps ``memory_size`` earlier outputs of this instance.
     ``constrain_names`` restricts every call's function name to the offered tools during
-    decoding (:mod:`ooo_agent.decoding.constraint`), in every mode alike: the modes then equal
+    decoding, ``constrain_json`` keeps every call's text a well-formed call
+    (:mod:`ooo_agent.decoding.constraint`), in every mode alike: the modes then equal
     *constrained* greedy decoding token for token. Off by default (plain greedy decoding).
     """
 
@@ -75,6 +76,7 @@ class HFTarget:
         recycling_top_k: int = 8,
         split_head: bool | None = None,
         constrain_names: bool = False,
+        constrain_json: bool = False,
     ) -> None:
         import torch
 
@@ -98,6 +100,7 @@ class HFTarget:
         self.min_gain = min_gain
         self.max_draft_tokens = max_draft_tokens
         self.constrain_names = constrain_names
+        self.constrain_json = constrain_json
         self.engine: DecodeEngine = DecodeEngine(
             model, prefix_reuse=prefix_reuse, split_head=split_head
         )
@@ -198,16 +201,21 @@ class HFTarget:
             self._skeletons[key] = skeleton
         return skeleton
 
-    def _constraint(self, tools: Sequence[Mapping[str, Any]]) -> ToolNameConstraint | None:
-        """This request's function-name constraint (None when off or nothing to constrain)."""
-        if not self.constrain_names or not tools:
+    def _constraint(self, tools: Sequence[Mapping[str, Any]]) -> CallConstraint | None:
+        """This request's call constraint (None when off or nothing to constrain)."""
+        if not (self.constrain_names or self.constrain_json) or not tools:
             return None
-        from ooo_agent.decoding.constraint import ToolNameConstraint
+        from ooo_agent.decoding.constraint import CallConstraint
 
         skeleton = self._skeleton(tools)
-        if skeleton is None or not skeleton.name_texts:
+        if skeleton is None:
             return None
-        return ToolNameConstraint(skeleton, self.codec.decode)
+        return CallConstraint(
+            skeleton,
+            self.codec.decode,
+            names=self.constrain_names,
+            well_formed=self.constrain_json,
+        )
 
     def _render_hint(self, hint: Hint) -> str | None:
         if hint.function is None:

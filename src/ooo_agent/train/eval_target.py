@@ -343,6 +343,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "offered tools while decoding (HFTarget(constrain_names=True))",
     )
     parser.add_argument(
+        "--constrain-json",
+        action="store_true",
+        help="with --engine vanilla/toolspec: keep each call's JSON well-formed while decoding "
+        "(HFTarget(constrain_json=True))",
+    )
+    parser.add_argument(
         "--labels-out",
         default=None,
         help="also write each request with the target's first valid call (JSONL), "
@@ -357,8 +363,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--cache-dir", default=None)
     args = parser.parse_args(argv)
-    if args.constrain_names and args.engine == "generate":
-        parser.error("--constrain-names needs --engine vanilla or toolspec")
+    if (args.constrain_names or args.constrain_json) and args.engine == "generate":
+        parser.error("--constrain-names / --constrain-json need --engine vanilla or toolspec")
     if args.compare:
         try:
             old, new = (json.loads(Path(p).read_text(encoding="utf-8")) for p in args.compare)
@@ -408,7 +414,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from ooo_agent.targets.hf import HFTarget
 
         target = HFTarget(
-            model, tokenizer, fmt, num_threads=args.threads, constrain_names=args.constrain_names
+            model,
+            tokenizer,
+            fmt,
+            num_threads=args.threads,
+            constrain_names=args.constrain_names,
+            constrain_json=args.constrain_json,
         )
         generate = engine_generator(target, mode=args.engine, max_new_tokens=args.max_new_tokens)
     report = evaluate_items(items, generate, fmt, on_item=show)
@@ -428,6 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "max_new_tokens": args.max_new_tokens,
         "engine": args.engine,
         "constrain_names": args.constrain_names,
+        "constrain_json": args.constrain_json,
         "command": " ".join(sys.argv),
     }
     for category, score in report.categories.items():
