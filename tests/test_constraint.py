@@ -46,23 +46,31 @@ PIECES = [
     "x",
     "hello",
 ]
-"""A toy vocabulary: token id i is PIECES[i]."""
+"""The names tests' vocabulary."""
 
 
-def _ids(*pieces: str) -> list[int]:
-    return [PIECES.index(p) for p in pieces]
+class Toy:
+    """A toy vocabulary: token id i is ``pieces[i]``."""
+
+    def __init__(self, pieces: Sequence[str]) -> None:
+        self.pieces = list(pieces)
+
+    def ids(self, *pieces: str) -> list[int]:
+        return [self.pieces.index(p) for p in pieces]
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return "".join(self.pieces[i] for i in ids)
+
+    def logits(self, order: Sequence[str]) -> torch.Tensor:
+        """Logits ranking the given pieces first, in that order, the rest below."""
+        logits = torch.zeros(len(self.pieces))
+        for rank, piece in enumerate(order):
+            logits[self.pieces.index(piece)] = 10.0 - rank
+        return logits
 
 
-def _decode(ids: Sequence[int]) -> str:
-    return "".join(PIECES[i] for i in ids)
-
-
-def _logits(order: Sequence[str]) -> torch.Tensor:
-    """Logits ranking the given pieces first, in that order, the rest below."""
-    logits = torch.zeros(len(PIECES))
-    for rank, piece in enumerate(order):
-        logits[PIECES.index(piece)] = 10.0 - rank
-    return logits
+NAMES = Toy(PIECES)
+_ids, _decode, _logits = NAMES.ids, NAMES.decode, NAMES.logits
 
 
 @pytest.fixture
@@ -164,17 +172,8 @@ SHAPE_PIECES = [
     ",",
     " 10",
 ]
-
-
-def _shape_decode(ids: Sequence[int]) -> str:
-    return "".join(SHAPE_PIECES[i] for i in ids)
-
-
-def _shape_logits(order: Sequence[str]) -> torch.Tensor:
-    logits = torch.zeros(len(SHAPE_PIECES))
-    for rank, piece in enumerate(order):
-        logits[SHAPE_PIECES.index(piece)] = 10.0 - rank
-    return logits
+SHAPES = Toy(SHAPE_PIECES)
+_shape_decode, _shape_logits = SHAPES.decode, SHAPES.logits
 
 
 def test_a_call_closed_too_early_gets_its_last_brace() -> None:

@@ -146,10 +146,9 @@ class SchemaSkeleton(CallSkeleton):
 
     def open_name(self, generated: str) -> tuple[str, bool] | None:
         """The last call's name as written so far (JSON string body) and whether it is closed."""
-        start = self._call_start(generated)
-        if start < 0:
+        body = self._last_call(generated)
+        if body is None:
             return None
-        body = generated[start:]
         end = string_end(body, 0)
         return (body, False) if end < 0 else (body[: end - 1], True)
 
@@ -162,10 +161,9 @@ class SchemaSkeleton(CallSkeleton):
         call: after its name, the format's text up to the arguments, one JSON object (numbers
         and literals checked strictly), then the closing text. Whitespace is free. None
         outside any call. (The name itself is :meth:`open_name`'s business.)"""
-        start = self._call_start(generated)
-        if start < 0:
+        body = self._last_call(generated)
+        if body is None:
             return None
-        body = generated[start:]
         name_end = string_end(body, 0)
         if name_end < 0:
             return True
@@ -195,6 +193,11 @@ class SchemaSkeleton(CallSkeleton):
         )
 
     # -- locating the current call -----------------------------------------------------
+    def _last_call(self, generated: str) -> str | None:
+        """The last call's text after its prefix (from the name on), or None."""
+        start = self._call_start(generated)
+        return generated[start:] if start >= 0 else None
+
     def _call_start(self, generated: str, *, first: bool = False) -> int:
         """Index just after the prefix of the last call started in ``generated`` (the first
         with ``first``), or -1."""
