@@ -108,8 +108,13 @@ def _load_embedded(console: Console) -> tuple[dict[Mode, Target], Any] | None:
     except Exception as exc:
         console.print(f"[yellow]Embedded model unavailable ({exc}).[/]")
         return None
+    # Calls may only name the offered tools and keep their JSON well-formed, in every mode alike
+    # (the modes stay token-identical to constrained greedy decoding).
     targets: dict[Mode, Target] = {
-        mode: HFTarget(model, tokenizer, num_threads=1) for mode in ("vanilla", "toolspec", "ooo")
+        mode: HFTarget(
+            model, tokenizer, num_threads=1, constrain_names=True, constrain_json=True
+        )
+        for mode in ("vanilla", "toolspec", "ooo")
     }
     sidecar = None
     try:
@@ -131,6 +136,9 @@ def _show(console: Console, request: str, result: CallResult) -> None:
         console.print(f"  [red]rejected[/] {error.kind.value}: {error.message}")
     if not result.calls and not result.errors:
         console.print(f"  text: {result.text!r}")
+    if result.stats.decode.constrained_tokens:
+        changed = result.stats.decode.constrained_tokens
+        console.print(f"  [dim]constrained decoding changed {changed} token(s) of the call[/]")
 
 
 async def _run(console: Console, requests: Sequence[str]) -> int:
@@ -146,6 +154,10 @@ async def _run(console: Console, requests: Sequence[str]) -> int:
             _show(console, request, await caller.call([{"role": "user", "content": request}], tools))
         return 0
     targets, sidecar = loaded
+    console.print(
+        "Decoding with calls constrained to the offered tools and to well-formed JSON "
+        "(HFTarget(constrain_names=True, constrain_json=True)), in every mode."
+    )
     callers = {mode: FastToolCaller(target, sidecar, mode=mode) for mode, target in targets.items()}
     table = Table(title="Same model, same run: vanilla vs toolspec vs ooo (time from arrival)")
     table.add_column("request")
