@@ -219,13 +219,13 @@ def open_sidecar(
     too (``scored`` only in this process: it needs the model's log-probabilities; ``auto``:
     a preset's own choice in this process, else ``index``).
     """
-    from ooo_agent.models.presets import PRESETS
+    from ooo_agent.models.presets import function_choice as preset_choice
     from ooo_agent.sidecar._wave import WaveOptions
 
     if function_choice == "auto":
-        preset = PRESETS.get(SIDECAR_PRESET if spec == "auto" else spec)
-        in_process = preset is not None and not process
-        function_choice = preset.function_choice if in_process and preset else "index"
+        # Scoring needs the model's log-probabilities: only a sidecar in this process.
+        own = preset_choice(SIDECAR_PRESET if spec == "auto" else spec)
+        function_choice = "index" if process else own
     options = WaveOptions(
         schedule=schedule,  # type: ignore[arg-type]
         follow_target=follow_target,
@@ -233,7 +233,7 @@ def open_sidecar(
         function_choice=function_choice,  # type: ignore[arg-type]
     )
     from ooo_agent.bench.oracle import ORACLE_LABEL, OracleSidecar
-    from ooo_agent.models.presets import adapter_base, load_tokenizer
+    from ooo_agent.models.presets import PRESETS, adapter_base, load_tokenizer
 
     if spec == "none":
         yield SidecarChoice(None, "none", "none")

@@ -44,6 +44,7 @@ __all__ = [
     "attach_adapter",
     "base_source",
     "cpu_has_native_bf16",
+    "function_choice",
     "get_preset",
     "load_base",
     "load_preset",
@@ -133,6 +134,13 @@ def get_preset(name: str) -> Preset:
     except KeyError:
         known = ", ".join(sorted(PRESETS))
         raise ModelNotAvailableError(f"unknown model preset {name!r}; known: {known}") from None
+
+
+def function_choice(spec: str) -> Literal["index", "scored"]:
+    """How a sidecar named ``spec`` picks its tool by default: a preset's own
+    ``function_choice``, ``index`` (the method as published) for anything else."""
+    preset = PRESETS.get(spec)
+    return preset.function_choice if preset is not None else "index"
 
 
 def adapters_root() -> Path:

@@ -118,15 +118,16 @@ class WavePlan:
     def build(
         cls, request: SidecarRequest, template: PromptTemplate, options: WaveOptions
     ) -> WavePlan:
-        rows = build_wave_rows(request.messages, request.tools)
+        scored = options.function_choice == "scored"
+        rows = build_wave_rows(request.messages, request.tools, direct_call=scored)
+        direct = rows.pop() if scored else None  # the direct-call row is scored, never asked
         known = None
         if len(request.tools) == 1 and not options.ask_single_tool:
             known = 0
             rows = [r for r in rows if r.kind != "function_index"]
         choice = None
-        if known is None and options.function_choice == "scored":
+        if known is None and direct is not None:
             rows = [r for r in rows if r.kind != "function_index"]
-            direct = build_wave_rows(request.messages, request.tools, direct_call=True)[-1]
             choice = template(direct.messages)
         if options.max_rows is not None:
             rows = rows[: options.max_rows]

@@ -141,11 +141,10 @@ class HFSidecar:
             raise ModelNotAvailableError(
                 "model presets are not available in this installation (ooo_agent.models.load_preset)"
             ) from exc
-        from ooo_agent.models.presets import PRESETS, sidecar_dtype
+        from ooo_agent.models.presets import function_choice, sidecar_dtype
 
-        preset = PRESETS.get(name)
-        if "options" not in kwargs and preset is not None:
-            kwargs["options"] = WaveOptions(function_choice=preset.function_choice)
+        if "options" not in kwargs:
+            kwargs["options"] = WaveOptions(function_choice=function_choice(name))
         loaded = load_preset(name, dtype=dtype or sidecar_dtype(device), device=device)
         if isinstance(loaded, tuple) and len(loaded) >= 2:
             model, tokenizer = loaded[0], loaded[1]
@@ -273,11 +272,7 @@ def _function_first(
         if index is None or index in asked:
             return []
         asked.add(index)
-        return [
-            i
-            for i, row in enumerate(plan.rows)
-            if row.kind == "argument_value" and row.function_index == index
-        ]
+        return _argument_rows(plan, index)
 
     return head, then
 
@@ -287,14 +282,6 @@ def _chosen_first(
 ) -> tuple[list[int], Callable[[list[RowResult]], list[int]]]:
     """The argument rows of the tool already chosen (``function_choice="scored"``) first;
     then, when the target has written another tool by then, that tool's rows."""
-
-    def rows_of(index: int | None) -> list[int]:
-        return [
-            i
-            for i, row in enumerate(plan.rows)
-            if row.kind == "argument_value" and row.function_index == index
-        ]
-
     asked = {assembler.function}
 
     def then(results: list[RowResult]) -> list[int]:
@@ -302,9 +289,18 @@ def _chosen_first(
         if not assembler.followed or index in asked:
             return []
         asked.add(index)
-        return rows_of(index)
+        return _argument_rows(plan, index)
 
-    return rows_of(assembler.function), then
+    return _argument_rows(plan, assembler.function), then
+
+
+def _argument_rows(plan: WavePlan, index: int | None) -> list[int]:
+    """The plan's argument rows of tool ``index`` (row positions)."""
+    return [
+        i
+        for i, row in enumerate(plan.rows)
+        if row.kind == "argument_value" and row.function_index == index
+    ]
 
 
 def _attach_adapter(model: Any, adapter: str | Path, subfolder: str | None, *, merge: bool) -> Any:

@@ -288,10 +288,9 @@ def _function_choice(args: argparse.Namespace) -> Literal["index", "scored"]:
     """``--function-choice`` with ``auto`` resolved: the preset's own choice, else ``index``."""
     if args.function_choice != "auto":
         return cast(Literal["index", "scored"], args.function_choice)
-    from ooo_agent.models.presets import PRESETS
+    from ooo_agent.models.presets import function_choice
 
-    preset = PRESETS.get(args.sidecar)
-    return preset.function_choice if preset is not None else "index"
+    return function_choice(args.sidecar)
 
 
 def _load_sidecar(args: argparse.Namespace) -> tuple[Any, Path | None]:
