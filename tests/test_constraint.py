@@ -15,7 +15,12 @@ from ooo_agent.decoding.loop import DecodeEngine  # noqa: E402
 from ooo_agent.decoding.planner import DraftPlanner  # noqa: E402
 from ooo_agent.decoding.stopping import StopCondition  # noqa: E402
 from ooo_agent.formats import HermesFormat, JsonFormat  # noqa: E402
-from ooo_agent.formats._scan import INCOMPLETE, INVALID, json_value_end  # noqa: E402
+from ooo_agent.formats._scan import (  # noqa: E402
+    INCOMPLETE,
+    INVALID,
+    json_value_end,
+    value_kinds,
+)
 from test_decoding_support import tiny_model  # noqa: E402
 
 
@@ -350,3 +355,204 @@ def test_the_embedded_target_names_only_offered_tools_in_every_mode() -> None:
     assert calls and all(c.name in offered for c in calls), outputs["vanilla"].text
     assert outputs["vanilla"].stats.constrained_tokens >= 1
     assert outputs["toolspec"].stats.constrained_tokens == outputs["vanilla"].stats.constrained_tokens
+
+
+# -- arguments held to the tool's schema ----------------------------------------------------
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "days": {"type": "integer"},
+                "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+                "rate": {"type": "number"},
+                "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                "extra": {"description": "no type: anything goes"},
+                "years": {"type": "array", "items": {"type": "integer"}},
+            },
+            "required": ["city"],
+        },
+    },
+}
+OPEN = {"type": "function", "function": {"name": "anything", "parameters": {"type": "object"}}}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ("{", True),
+        ('{"ci', True),
+        ('{"co', False),  # no parameter starts so
+        ('{"city": "Paris"', True),
+        ('{"city": "Paris"}', True),
+        ('{"city": "Paris", "days": 3}', True),
+        ("{}", False),  # the required city is missing
+        ('{"days": 3}', False),
+        ('{"days": 3, ', True),  # a comma: the city can still come
+        ('{"days": 3.5', False),  # an integer
+        ('{"days": 3e', False),
+        ('{"days": "3', False),  # not a string
+        ('{"rate": 3.5, "city": "x"}', True),
+        ('{"rate": 3, "city": "x"}', True),  # an integer is a number
+        ('{"rate": true', False),
+        ('{"unit": "cel', True),
+        ('{"unit": "kel', False),  # not in the enum
+        ('{"unit": "celsius", "city": "x"}', True),
+        ('{"unit": "Celsius"', False),
+        ('{"note": null, "city": "x"}', True),
+        ('{"city": null', False),
+        ('{"extra": {"any": [1, "thing"]}, "city": "x"}', True),
+        ('{"city": "P", "city"', False),  # twice
+        ('{"years": [2015, 20', True),
+        ('{"years": [2015, "20', False),  # elements of the declared type
+        ('{"years": [2015.5', False),
+        ('{"years": [], "city": "x"}', True),
+        ('{"years": [1, 2], "city": "x"}', True),
+        ('{"city": "x", "days": 1, "unit": "celsius", "rate": 1, "note": "n", "extra": 0, '
+         '"years": [],', False),  # no parameter left after the comma
+        ('{"city": "x", "days": 1, "unit": "celsius", "rate": 1, "note": "n", "extra": 0}', True),
+        ('{"city": 5', False),
+        ('{"city": "x"} ', True),
+        ('{"city": "x" ', True),
+        ('{ "city" : "x",  "days":3}', True),
+    ],
+)
+def test_arguments_follow_the_schema(arguments: str, expected: bool) -> None:
+    skeleton = HermesFormat().skeleton([WEATHER, OPEN])
+    head = '<tool_call>\n{"name": "get_weather", "arguments": '
+    assert skeleton.conforms(head + arguments) is expected
+    # Every one of them is well-formed JSON so far: the schema is what decides.
+    assert skeleton.well_formed(head + arguments) is True
+
+
+def test_arguments_of_an_open_schema_or_unknown_tool_are_only_well_formed() -> None:
+    skeleton = HermesFormat().skeleton([WEATHER, OPEN])
+    assert skeleton.conforms('<tool_call>\n{"name": "anything", "arguments": {"x": [1], "y": ')
+    assert skeleton.conforms('<tool_call>\n{"name": "anything", "arguments": {"x": 1, "x"') is False
+    assert skeleton.conforms('<tool_call>\n{"name": "nope", "arguments": {"q": 1}}\n</tool_call>')
+    assert skeleton.conforms('<tool_call>\n{"name": "nope", "arguments": {"q": 1q') is False
+    assert skeleton.conforms("no call here") is None
+    whole = '{"name": "get_weather", "parameters": {"city": "Oslo", "days": 2}}'
+    assert JsonFormat().skeleton([WEATHER]).conforms(whole) is True
+    assert JsonFormat().skeleton([WEATHER]).conforms(whole.replace('"days"', '"weeks"')) is False
+
+
+@pytest.mark.parametrize(
+    ("schema", "kinds"),
+    [
+        ({"type": "integer"}, {"integer"}),
+        ({"type": "number"}, {"number", "integer"}),
+        ({"type": ["string", "null"]}, {"string", "null"}),
+        ({"anyOf": [{"type": "integer"}, {"type": "null"}]}, {"integer", "null"}),
+        ({"anyOf": [{"type": "integer"}, {"$ref": "#/x"}]}, set()),  # one branch unknown
+        ({"enum": ["a", 1]}, {"string", "integer"}),
+        ({"const": True}, {"boolean"}),
+        ({"type": "float"}, set()),  # not a JSON Schema type name: left free
+        ({"type": "string", "nullable": True}, {"string", "null"}),
+        ({"description": "x"}, set()),
+    ],
+)
+def test_value_kinds(schema: dict[str, object], kinds: set[str]) -> None:
+    assert value_kinds(schema) == kinds
+
+
+ARG_PIECES = [
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"',
+    "}}",
+    ", ",
+    '"',
+    "days",
+    "weeks",
+    '": ',
+    "3",
+    ".5",
+    '"3"',
+    "   ",
+]
+ARGS = Toy(ARG_PIECES)
+
+
+def test_the_constraint_steers_keys_types_and_the_close() -> None:
+    skeleton = HermesFormat().skeleton([WEATHER])
+    constraint = CallConstraint(skeleton, ARGS.decode, names=False, arguments=True)
+    assert constraint.well_formed  # arguments imply well-formed JSON
+    head = ARGS.ids(ARG_PIECES[0], ", ", '"')
+    # A key of another tool ("weeks") gives way to the tool's own.
+    assert constraint.choose(head, ARGS.logits(["weeks", "days"]), ARGS.ids("weeks")[0]) == (
+        ARGS.ids("days")[0]
+    )
+    after_key = head + ARGS.ids("days", '": ')
+    # A string where an integer is declared, then a fraction, give way to the integer.
+    assert constraint.choose(after_key, ARGS.logits(['"3"', "3"]), ARGS.ids('"3"')[0]) == (
+        ARGS.ids("3")[0]
+    )
+    with_value = after_key + ARGS.ids("3")
+    assert constraint.choose(with_value, ARGS.logits([".5", "}}"]), ARGS.ids(".5")[0]) == (
+        ARGS.ids("}}")[0]
+    )
+    assert constraint.overrides == 3
+    # Without the schema, the same choices stand.
+    loose = CallConstraint(skeleton, ARGS.decode, names=False, well_formed=True)
+    assert loose.choose(head, ARGS.logits(["weeks"]), ARGS.ids("weeks")[0]) == ARGS.ids("weeks")[0]
+
+
+def test_the_constraint_keeps_the_call_open_for_a_required_argument() -> None:
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                "required": ["city", "days"],
+            },
+        },
+    }
+    constraint = CallConstraint(HermesFormat().skeleton([tool]), ARGS.decode, arguments=True)
+    closing = ARGS.ids(ARG_PIECES[0])
+    # The model would close after the city; "days" is required, so the comma comes first —
+    # not padding, which the JSON allows but which only puts the choice off.
+    ranking = ARGS.logits(["}}", "   ", ", "])
+    assert constraint.choose(closing, ranking, ARGS.ids("}}")[0]) == ARGS.ids(", ")[0]
+    # Padding the model chose itself stands.
+    assert constraint.choose(closing, ARGS.logits(["   "]), ARGS.ids("   ")[0]) == (
+        ARGS.ids("   ")[0]
+    )
+
+
+@pytest.mark.slow
+def test_the_embedded_target_writes_only_the_tools_parameters_in_every_mode() -> None:
+    from ooo_agent.demo import demo_tools
+    from ooo_agent.errors import ModelNotAvailableError
+    from ooo_agent.models import load_preset
+    from ooo_agent.targets.base import TargetRequest
+    from ooo_agent.targets.hf import HFTarget
+
+    try:
+        model, tokenizer = load_preset("smollm2-135m-toolcall")
+    except ModelNotAvailableError as exc:
+        pytest.skip(f"embedded tool-calling adapter not available: {exc}")
+    fmt = HermesFormat()
+    tools = [t.to_openai() for t in demo_tools()]
+    messages = [{"role": "user", "content": "Has order D-9001 shipped yet?"}]
+    free = HFTarget(model, tokenizer, fmt).generate_sync(
+        TargetRequest(messages, tools, mode="vanilla", max_new_tokens=96)
+    )
+    (call,) = fmt.parse(free.text).calls
+    assert set(call.arguments) - {"order_id"}, (
+        f"the premise: unconstrained, the model borrows another tool's parameters ({free.text!r})"
+    )
+
+    constrained = HFTarget(model, tokenizer, fmt, constrain_names=True, constrain_arguments=True)
+    outputs = {
+        mode: constrained.generate_sync(TargetRequest(messages, tools, mode=mode, max_new_tokens=96))
+        for mode in ("vanilla", "toolspec")
+    }
+    assert outputs["toolspec"].token_ids == outputs["vanilla"].token_ids
+    calls = fmt.parse(outputs["vanilla"].text).calls
+    assert [(c.name, c.arguments) for c in calls] == [("get_order_status", {"order_id": "D-9001"})]
+    assert outputs["vanilla"].stats.constrained_tokens >= 1

@@ -87,13 +87,15 @@ DEMO_REQUESTS = [
     "How much is 250 US dollars in euros?",
     "What's the weather like in Lisbon right now?",
     "Please refund 19.99 on order B2001, the item arrived damaged.",
+    "Has order D-9001 shipped yet?",
 ]
 
 RECORDED = [
     '<tool_call>\n{"name": "get_order_status", "arguments": {"order_id": "A1002"}}\n</tool_call>',
     '<tool_call>\n{"name": "convert_currency", "arguments": {"amount": 250, "from_currency": "USD", "to_currency": "EUR"}}\n</tool_call>',
-    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lisbon"}}\n</tool_call>',
-    '<tool_call>\n{"name": "refund_order", "arguments": {"order_id": "B2001", "amount": 19.99, "reason": "item arrived damaged"}}\n</tool_call>',
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lisbon", "unit": "celsius"}}\n</tool_call>',
+    '<tool_call>\n{"name": "refund_order", "arguments": {"order_id": "B2001", "amount": 19.99, "reason": "damaged"}}\n</tool_call>',
+    '<tool_call>\n{"name": "get_order_status", "arguments": {"order_id": "D-9001"}}\n</tool_call>',
 ]
 
 
@@ -108,11 +110,12 @@ def _load_embedded(console: Console) -> tuple[dict[Mode, Target], Any] | None:
     except Exception as exc:
         console.print(f"[yellow]Embedded model unavailable ({exc}).[/]")
         return None
-    # Calls may only name the offered tools and keep their JSON well-formed, in every mode alike
-    # (the modes stay token-identical to constrained greedy decoding).
+    # Calls may only name the offered tools, and their arguments only the tool's parameters
+    # (required ones included, values of the declared types), in every mode alike (the modes
+    # stay token-identical to constrained greedy decoding).
     targets: dict[Mode, Target] = {
         mode: HFTarget(
-            model, tokenizer, num_threads=1, constrain_names=True, constrain_json=True
+            model, tokenizer, num_threads=1, constrain_names=True, constrain_arguments=True
         )
         for mode in ("vanilla", "toolspec", "ooo")
     }
@@ -155,8 +158,8 @@ async def _run(console: Console, requests: Sequence[str]) -> int:
         return 0
     targets, sidecar = loaded
     console.print(
-        "Decoding with calls constrained to the offered tools and to well-formed JSON "
-        "(HFTarget(constrain_names=True, constrain_json=True)), in every mode."
+        "Decoding with calls constrained to the offered tools and their schemas "
+        "(HFTarget(constrain_names=True, constrain_arguments=True)), in every mode."
     )
     callers = {mode: FastToolCaller(target, sidecar, mode=mode) for mode, target in targets.items()}
     table = Table(title="Same model, same run: vanilla vs toolspec vs ooo (time from arrival)")

@@ -153,6 +153,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="every mode keeps each call's JSON well-formed while decoding (HFTarget("
         "constrain_json=True))",
     )
+    add(
+        "--constrain-arguments",
+        action="store_true",
+        help="every mode keeps each call's arguments to its tool's schema while decoding "
+        "(HFTarget(constrain_arguments=True)): known keys, required ones, declared types",
+    )
     add("--threads", type=int, default=1, help="torch CPU threads of the target (default 1)")
     add("--sidecar-threads", type=int, default=1, help="torch CPU threads of the sidecar")
     add("--max-new-tokens", type=int, default=256)
@@ -196,6 +202,10 @@ def run_engine_benchmark(arguments: list[str]) -> int:
     return 0
 
 
+def _constrained(args: argparse.Namespace) -> bool:
+    return bool(args.constrain_names or args.constrain_json or args.constrain_arguments)
+
+
 def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[str]]:
     """``(measured, warm-up, notes)``: warm-ups follow the first category's measured items."""
     from ooo_agent.bench.datasets import load_bfcl, load_jsonl
@@ -207,11 +217,9 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
             "--sidecar-function-choice scored needs the sidecar in this process (it scores "
             "names with the model's log-probabilities); drop --sidecar-process"
         )
-    constrained = args.constrain_names or args.constrain_json
-    if constrained and "hf-pld" in (args.modes or []):
+    if _constrained(args) and "hf-pld" in (args.modes or []):
         raise CliError(
-            "--constrain-names / --constrain-json: mode hf-pld (transformers' generate) cannot "
-            "constrain decoding"
+            "--constrain-*: mode hf-pld (transformers' generate) cannot constrain decoding"
         )
     if args.data:
         pools = [load_jsonl(args.data)]
@@ -293,7 +301,7 @@ async def _run(args: argparse.Namespace) -> int:
                 m
                 for m in BENCH_MODES
                 if (m != "ooo" or choice.sidecar is not None)
-                and not (m == "hf-pld" and (args.constrain_names or args.constrain_json))
+                and not (m == "hf-pld" and _constrained(args))
             ]
         )
         if "ooo" in modes and choice.sidecar is None:
@@ -310,7 +318,7 @@ async def _run(args: argparse.Namespace) -> int:
             threads=args.threads, prefix_reuse=not args.no_prefix_reuse,
             max_new_tokens=args.max_new_tokens, sidecar_timeout=args.sidecar_timeout,
             pld_tokens=args.pld_tokens, constrain_names=args.constrain_names,
-            constrain_json=args.constrain_json,
+            constrain_json=args.constrain_json, constrain_arguments=args.constrain_arguments,
         )  # fmt: skip
         schedule = [(item, True) for item in warmups] + [(item, False) for item in measured]
         with Progress(
@@ -372,6 +380,7 @@ async def _run(args: argparse.Namespace) -> int:
             ),
             "constrain_names": args.constrain_names,
             "constrain_json": args.constrain_json,
+            "constrain_arguments": args.constrain_arguments,
             "target_threads": args.threads,
             "sidecar_threads": args.sidecar_threads,
             "sidecar_process": args.sidecar_process,

@@ -81,7 +81,7 @@ class RequestRecord:
     sidecar_function_from_target: bool = False
     """The hint's function was switched to the one the target wrote."""
     constrained_tokens: int = 0
-    """Tokens the call constraint changed (``--constrain-names`` / ``--constrain-json``)."""
+    """Tokens the call constraint changed (``--constrain-*`` options)."""
     identical: bool | None = None
     """Same output as ``vanilla`` for this request (None for vanilla itself or when not run)."""
     ast_ok: bool = False

@@ -1,4 +1,5 @@
-"""Constrained greedy decoding: calls name offered tools, and their JSON is well-formed.
+"""Constrained greedy decoding: calls name offered tools, their JSON is well-formed, and their
+arguments follow the tool's schema.
 
 A small model sometimes writes a function name that is close to an offered one but not it
 (``math.roots.quadratic`` for ``math_roots.quadratic``), or JSON that does not parse (a nested
@@ -7,7 +8,12 @@ rest is. :class:`CallConstraint` restricts the target's choice, token by token, 
 continuations that keep the current call's name a prefix of an offered name (and, once the
 closing quote is written, exactly one) and, with ``well_formed``, the call's text the
 beginning of a well-formed call (the format's skeleton: the text up to the arguments, one
-JSON object with strict numbers and literals, the closing text).
+JSON object with strict numbers and literals, the closing text) and, with ``arguments``,
+arguments the tool accepts: only its parameters as keys, none twice, no closing brace while a
+required one is missing, top-level values (and array elements) of the declared JSON type and
+enum (a model that borrows a parameter from another offered tool, or closes the call before a
+required argument, is steered to the next token it ranks highest that keeps the call valid).
+A whitespace token is never taken in place of a refused one: it would only put the choice off.
 
 The constraint is a function of the tokens generated so far and the logits at that position:
 the target's argmax when that token is allowed (the common case, at the cost of two text
@@ -17,7 +23,7 @@ speculative modes stay token-identical to *constrained* greedy decoding.
 
 Example::
 
-    target = HFTarget.from_preset(constrain_names=True, constrain_json=True)
+    target = HFTarget.from_preset(constrain_names=True, constrain_arguments=True)
 """
 
 from __future__ import annotations
@@ -52,6 +58,10 @@ class CallConstraint:
         decode: token ids → text, as the target's tokenizer decodes them.
         names: keep each call's function name among the offered tools.
         well_formed: keep each call's text the beginning of a well-formed call.
+        arguments: keep each call's arguments to its tool's schema as well (implies
+            ``well_formed``): only the tool's parameters as keys, each once, every required
+            one before the closing brace, top-level values of the declared JSON type and
+            enum (:meth:`SchemaSkeleton.conforms`).
         max_candidates: how far down the ranking to look for an allowed token when the
             argmax is not one; past it the argmax is kept (the call then fails validation,
             as it would unconstrained).
@@ -64,6 +74,7 @@ class CallConstraint:
         *,
         names: bool = True,
         well_formed: bool = False,
+        arguments: bool = False,
         max_candidates: int = 512,
     ) -> None:
         if max_candidates < 1:
@@ -71,7 +82,11 @@ class CallConstraint:
         self.skeleton = skeleton
         self.decode = decode
         self.names = skeleton.name_texts if names else frozenset()
-        self.well_formed = well_formed
+        self.well_formed = well_formed or arguments
+        self.arguments = arguments
+        self._shape: Callable[[str], bool | None] = (
+            skeleton.conforms if arguments else skeleton.well_formed
+        )
         self.max_candidates = max_candidates
         self.overrides = 0
 
@@ -81,26 +96,33 @@ class CallConstraint:
         text = self.decode(generated)
         before = self.skeleton.open_name(text) if self.names else None
         # A call already broken (by text the constraint did not choose) is left as it is.
-        shaped = self.well_formed and self.skeleton.well_formed(text) is not False
-        if self._allowed(generated, greedy, before, shaped):
+        shaped = self.well_formed and self._shape(text) is not False
+        if self._allowed(self.decode([*generated, greedy]), before, shaped):
             return greedy
         # Stable: among equal scores the lower id first, as argmax breaks ties.
         ranked = torch.argsort(logits, descending=True, stable=True)[: self.max_candidates]
+        padding: int | None = None
         for token in ranked.tolist():
-            if token != greedy and self._allowed(generated, token, before, shaped):
-                self.overrides += 1
-                return int(token)
+            if token == greedy:
+                continue
+            extended = self.decode([*generated, token])
+            if not self._allowed(extended, before, shaped):
+                continue
+            # Whitespace is allowed almost anywhere; taken in place of a refused token it only
+            # puts the choice off (a model kept from closing a call pads before the comma).
+            if extended.startswith(text) and not extended[len(text) :].strip():
+                padding = int(token) if padding is None else padding
+                continue
+            self.overrides += 1
+            return int(token)
+        if padding is not None:
+            self.overrides += 1
+            return padding
         return greedy
 
-    def _allowed(
-        self,
-        generated: Sequence[int],
-        token: int,
-        before: tuple[str, bool] | None,
-        shaped: bool,
-    ) -> bool:
-        text = self.decode([*generated, token])
-        if shaped and self.skeleton.well_formed(text) is False:
+    def _allowed(self, text: str, before: tuple[str, bool] | None, shaped: bool) -> bool:
+        """Whether ``text`` (the output with the candidate token) keeps the call allowed."""
+        if shaped and self._shape(text) is False:
             return False
         if not self.names:
             return True

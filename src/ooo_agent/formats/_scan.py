@@ -13,14 +13,19 @@ from ooo_agent.formats._common import dump_json, function_of
 from ooo_agent.formats.base import ToolDict
 
 __all__ = [
+    "INCOMPLETE",
+    "INVALID",
     "SCALAR",
     "WS",
     "ToolShape",
     "TopLevelScan",
+    "arguments_end",
     "decode_string",
+    "json_value_end",
     "nested_end",
     "string_end",
     "tool_shape",
+    "value_kinds",
 ]
 
 # A JSON string body (escape aware); the closing quote is checked by the caller.
@@ -42,6 +47,13 @@ class ToolShape:
     required: frozenset[str]
     value_drafts: Mapping[str, tuple[str, ...]]
     open_schema: bool
+    kinds: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """JSON types each parameter's value may take (``integer`` apart from ``number``); a key
+    absent or an empty set: any value."""
+    enums: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    """The values a parameter with an ``enum`` (or ``const``) may take."""
+    item_kinds: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    """For an array parameter whose ``items`` declare a type: the JSON types of its elements."""
 
 
 def _is_string_schema(schema: Any) -> bool:
@@ -68,6 +80,73 @@ def _value_drafts(schema: Any) -> tuple[str, ...]:
     return ()
 
 
+_JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object", "null"})
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def value_kinds(schema: Any) -> frozenset[str]:
+    """The JSON types a value of ``schema`` may take (``number`` admits ``integer``); the
+    empty set when the schema does not say or says something this reading does not know
+    (``$ref``, a type name outside JSON Schema's): such values are left free."""
+    if not isinstance(schema, Mapping):
+        return frozenset()
+    declared = schema.get("type")
+    branches = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(declared, str):
+        kinds = {declared}
+    elif isinstance(declared, list) and declared and all(isinstance(t, str) for t in declared):
+        kinds = set(declared)
+    elif isinstance(branches, list):
+        kinds = set()
+        for sub in branches:
+            sub_kinds = value_kinds(sub)
+            if not sub_kinds:
+                return frozenset()
+            kinds |= sub_kinds
+    elif isinstance(schema.get("enum"), list) and schema["enum"]:
+        kinds = {_json_type(e) for e in schema["enum"]}
+    elif "const" in schema:
+        kinds = {_json_type(schema["const"])}
+    else:
+        return frozenset()
+    if not kinds or not kinds <= _JSON_TYPES:
+        return frozenset()
+    if "number" in kinds:
+        kinds.add("integer")
+    if schema.get("nullable") is True:
+        kinds.add("null")
+    return frozenset(kinds)
+
+
+def _enum(schema: Any) -> tuple[Any, ...] | None:
+    if not isinstance(schema, Mapping):
+        return None
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return tuple(schema["enum"])
+    if "const" in schema:
+        return (schema["const"],)
+    return None
+
+
+def _item_kinds(schema: Any) -> frozenset[str]:
+    if not isinstance(schema, Mapping) or schema.get("type") != "array":
+        return frozenset()
+    return value_kinds(schema.get("items"))
+
+
 def tool_shape(tool: ToolDict) -> ToolShape:
     fn = function_of(tool)
     params = fn.get("parameters") or {}
@@ -84,6 +163,9 @@ def tool_shape(tool: ToolDict) -> ToolShape:
         required=frozenset(str(r) for r in required if isinstance(r, str)),
         value_drafts={k: _value_drafts(props[k]) for k in keys},
         open_schema=not keys and not (isinstance(params, Mapping) and "properties" in params),
+        kinds={k: value_kinds(props[k]) for k in keys},
+        enums={k: e for k in keys if (e := _enum(props[k])) is not None},
+        item_kinds={k: i for k in keys if (i := _item_kinds(props[k]))},
     )
 
 
@@ -205,6 +287,142 @@ def json_value_end(text: str, start: int = 0) -> int:
                 i, expect = i + 1, "after"
             else:
                 return INVALID
+
+
+_OPENER_KIND = {'"': "string", "{": "object", "[": "array", "t": "boolean", "f": "boolean"}
+
+
+def _kind_fits(text: str, kinds: frozenset[str]) -> bool:
+    """Whether the JSON value beginning ``text`` can be of one of ``kinds`` (empty: any)."""
+    if not kinds:
+        return True
+    kind = "null" if text[0] == "n" else _OPENER_KIND.get(text[0], "number")
+    if kind == "number":
+        fractional = any(c in text for c in ".eE")
+        return "number" in kinds or ("integer" in kinds and not fractional)
+    return kind in kinds
+
+
+def _items_fit(text: str, kinds: frozenset[str]) -> bool:
+    """Whether every element written so far of the array beginning ``text`` can be of
+    ``kinds`` (the array's own well-formedness is :func:`json_value_end`'s business)."""
+    i, n = 1, len(text)
+    while True:
+        i = WS.match(text, i).end()  # type: ignore[union-attr]
+        if i >= n or text[i] == "]":
+            return True
+        end = json_value_end(text, i)
+        if end == INVALID:
+            return True
+        if not _kind_fits(text[i:] if end == INCOMPLETE else text[i:end], kinds):
+            return False
+        if end == INCOMPLETE:
+            return True
+        i = WS.match(text, end).end()  # type: ignore[union-attr]
+        if i >= n or text[i] != ",":
+            return True
+        i += 1
+
+
+def _value_fits(
+    text: str,
+    complete: bool,
+    kinds: frozenset[str],
+    enum: tuple[Any, ...] | None,
+    item_kinds: frozenset[str] = frozenset(),
+) -> bool:
+    """Whether the value written so far (``text``, from its first character; the whole value
+    when ``complete``) can still be of one of ``kinds``, among ``enum``, and, an array, hold
+    elements of ``item_kinds`` only."""
+    if not _kind_fits(text, kinds):
+        return False
+    if item_kinds and text[0] == "[" and not _items_fit(text, item_kinds):
+        return False
+    if enum is None:
+        return True
+    if complete:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return False
+        return any(value == e and _json_type(value) == _json_type(e) for e in enum) or any(
+            isinstance(e, float) and _json_type(value) == "integer" and value == e for e in enum
+        )
+    return any(dump_json(e).startswith(text) for e in enum)
+
+
+def arguments_end(text: str, start: int, shape: ToolShape) -> int:
+    """Scan the arguments object of a call to ``shape`` starting at ``start`` (its ``{``,
+    after optional whitespace), as :func:`json_value_end` does, and hold it to the tool's
+    schema too: every key one of the tool's parameters (any key when the schema lists none),
+    none twice; a top-level value of its declared JSON type (an array's elements too, when its
+    ``items`` declare one) and, with an ``enum``, among it;
+    no closing brace before every required parameter is written, no comma after the last
+    parameter. Returns the index after the object, :data:`INCOMPLETE` or :data:`INVALID`."""
+    n = len(text)
+    i = WS.match(text, start).end()  # type: ignore[union-attr]
+    if i >= n:
+        return INCOMPLETE
+    if text[i] != "{":
+        return INVALID
+    free = shape.open_schema
+    used: set[str] = set()
+    key = ""
+    expect = "first_key"  # first_key | key | colon | value | after
+    i += 1
+    while True:
+        i = WS.match(text, i).end()  # type: ignore[union-attr]
+        if i >= n:
+            return INCOMPLETE
+        c = text[i]
+        if expect in ("first_key", "key"):
+            if expect == "first_key" and c == "}":
+                return i + 1 if shape.required <= used else INVALID
+            if c != '"':
+                return INVALID
+            end = string_end(text, i + 1)
+            if end < 0:
+                typed = text[i + 1 :]
+                if free or any(
+                    shape.key_json[k][1:].startswith(typed) for k in shape.keys if k not in used
+                ):
+                    return INCOMPLETE
+                return INVALID
+            decoded = decode_string(text[i + 1 : end - 1])
+            if decoded is None or decoded in used or not (free or decoded in shape.key_json):
+                return INVALID
+            key = decoded
+            used.add(key)
+            i, expect = end, "colon"
+        elif expect == "colon":
+            if c != ":":
+                return INVALID
+            i, expect = i + 1, "value"
+        elif expect == "value":
+            end = json_value_end(text, i)
+            if end == INVALID:
+                return INVALID
+            complete = end >= 0
+            written = text[i:end] if complete else text[i:]
+            if not _value_fits(
+                written.rstrip() if complete else written,
+                complete,
+                shape.kinds.get(key, frozenset()),
+                shape.enums.get(key),
+                shape.item_kinds.get(key, frozenset()),
+            ):
+                return INVALID
+            if not complete:
+                return INCOMPLETE
+            i, expect = end, "after"
+        elif c == ",":
+            if not free and len(used) >= len(shape.keys):
+                return INVALID  # no parameter left to write
+            i, expect = i + 1, "key"
+        elif c == "}":
+            return i + 1 if shape.required <= used else INVALID
+        else:
+            return INVALID
 
 
 @dataclass

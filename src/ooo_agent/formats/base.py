@@ -56,6 +56,11 @@ class CallSkeleton(ABC):
         None outside any call, or when the skeleton cannot tell."""
         return None
 
+    def conforms(self, generated: str) -> bool | None:
+        """:meth:`well_formed`, with the arguments of a call to an offered tool held to that
+        tool's schema too; None outside any call, or when the skeleton cannot tell."""
+        return self.well_formed(generated)
+
     @property
     def name_texts(self) -> frozenset[str]:
         """The offered tools' names as a call writes them (JSON string bodies)."""

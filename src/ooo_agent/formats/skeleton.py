@@ -27,6 +27,7 @@ from ooo_agent.formats._scan import (
     WS,
     ToolShape,
     TopLevelScan,
+    arguments_end,
     decode_string,
     json_value_end,
     nested_end,
@@ -161,6 +162,16 @@ class SchemaSkeleton(CallSkeleton):
         call: after its name, the format's text up to the arguments, one JSON object (numbers
         and literals checked strictly), then the closing text. Whitespace is free. None
         outside any call. (The name itself is :meth:`open_name`'s business.)"""
+        return self._shaped(generated, schema=False)
+
+    def conforms(self, generated: str) -> bool | None:
+        """:meth:`well_formed`, with the arguments of a call to an offered tool held to its
+        schema as well (:func:`~ooo_agent.formats._scan.arguments_end`: known keys, none
+        twice, required ones before the closing brace, top-level values of the declared JSON
+        type and enum). A call naming no offered tool is held to well-formedness only."""
+        return self._shaped(generated, schema=True)
+
+    def _shaped(self, generated: str, *, schema: bool) -> bool | None:
         body = self._last_call(generated)
         if body is None:
             return None
@@ -171,7 +182,11 @@ class SchemaSkeleton(CallSkeleton):
         if opened is None:
             typed = _squash(body[name_end:])
             return any(form.startswith(typed) for form in self._after_name_forms)
-        end = json_value_end(body, opened.end() - 1)
+        tool = self._tools.get(decode_string(body[: name_end - 1]) or "") if schema else None
+        if tool is not None:
+            end = arguments_end(body, opened.end() - 1, tool)
+        else:
+            end = json_value_end(body, opened.end() - 1)
         if end == INVALID:
             return False
         if end == INCOMPLETE:

@@ -54,7 +54,9 @@ class HFTarget:
     tree nodes per step and ``min_gain`` drops nodes less likely than this to be accepted.
     The retrieval memory keeps ``memory_size`` earlier outputs of this instance.
     ``constrain_names`` restricts every call's function name to the offered tools during
-    decoding, ``constrain_json`` keeps every call's text a well-formed call
+    decoding, ``constrain_json`` keeps every call's text a well-formed call,
+    ``constrain_arguments`` (which implies ``constrain_json``) keeps every call's arguments to its
+    tool's schema: known keys, each once, the required ones, declared types and enums
     (:mod:`ooo_agent.decoding.constraint`), in every mode alike: the modes then equal
     *constrained* greedy decoding token for token. Off by default (plain greedy decoding).
     """
@@ -77,6 +79,7 @@ class HFTarget:
         split_head: bool | None = None,
         constrain_names: bool = False,
         constrain_json: bool = False,
+        constrain_arguments: bool = False,
     ) -> None:
         import torch
 
@@ -101,6 +104,7 @@ class HFTarget:
         self.max_draft_tokens = max_draft_tokens
         self.constrain_names = constrain_names
         self.constrain_json = constrain_json
+        self.constrain_arguments = constrain_arguments
         self.engine: DecodeEngine = DecodeEngine(
             model, prefix_reuse=prefix_reuse, split_head=split_head
         )
@@ -203,7 +207,9 @@ class HFTarget:
 
     def _constraint(self, tools: Sequence[Mapping[str, Any]]) -> CallConstraint | None:
         """This request's call constraint (None when off or nothing to constrain)."""
-        if not (self.constrain_names or self.constrain_json) or not tools:
+        if not (self.constrain_names or self.constrain_json or self.constrain_arguments):
+            return None
+        if not tools:
             return None
         from ooo_agent.decoding.constraint import CallConstraint
 
@@ -215,6 +221,7 @@ class HFTarget:
             self.codec.decode,
             names=self.constrain_names,
             well_formed=self.constrain_json,
+            arguments=self.constrain_arguments,
         )
 
     def _render_hint(self, hint: Hint) -> str | None:

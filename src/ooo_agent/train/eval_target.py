@@ -349,6 +349,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(HFTarget(constrain_json=True))",
     )
     parser.add_argument(
+        "--constrain-arguments",
+        action="store_true",
+        help="with --engine vanilla/toolspec: keep each call's arguments to its tool's schema "
+        "(known keys, required ones, declared types and enums; HFTarget(constrain_arguments=True))",
+    )
+    parser.add_argument(
         "--labels-out",
         default=None,
         help="also write each request with the target's first valid call (JSONL), "
@@ -363,8 +369,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--cache-dir", default=None)
     args = parser.parse_args(argv)
-    if (args.constrain_names or args.constrain_json) and args.engine == "generate":
-        parser.error("--constrain-names / --constrain-json need --engine vanilla or toolspec")
+    constrained = args.constrain_names or args.constrain_json or args.constrain_arguments
+    if constrained and args.engine == "generate":
+        parser.error("--constrain-* need --engine vanilla or toolspec")
     if args.compare:
         try:
             old, new = (json.loads(Path(p).read_text(encoding="utf-8")) for p in args.compare)
@@ -420,6 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             num_threads=args.threads,
             constrain_names=args.constrain_names,
             constrain_json=args.constrain_json,
+            constrain_arguments=args.constrain_arguments,
         )
         generate = engine_generator(target, mode=args.engine, max_new_tokens=args.max_new_tokens)
     report = evaluate_items(items, generate, fmt, on_item=show)
@@ -440,6 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "engine": args.engine,
         "constrain_names": args.constrain_names,
         "constrain_json": args.constrain_json,
+        "constrain_arguments": args.constrain_arguments,
         "command": " ".join(sys.argv),
     }
     for category, score in report.categories.items():

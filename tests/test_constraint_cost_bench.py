@@ -1,0 +1,58 @@
+"""benchmarks/constraint_cost.py: it replays outputs through every kind of constraint and counts
+what each would have refused."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_order_status",
+        "parameters": {
+            "type": "object",
+            "properties": {"order_id": {"type": "string"}},
+            "required": ["order_id"],
+        },
+    },
+}
+
+
+def _module() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "constraint_cost", ROOT / "benchmarks" / "constraint_cost.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_cost_per_token_and_refusals_for_each_kind() -> None:
+    from ooo_agent.errors import ModelNotAvailableError
+    from ooo_agent.models import load_preset
+
+    try:
+        _, tokenizer = load_preset("smollm2-135m-toolcall")
+    except ModelNotAvailableError as exc:
+        pytest.skip(f"embedded model not available: {exc}")
+    good = '<tool_call>\n{"name": "get_order_status", "arguments": {"order_id": "D-9001"}}\n</tool_call>'
+    borrowed = good.replace('"D-9001"}', '"D-9001", "amount": 9}')
+    results = _module().measure([([TOOL], good), ([TOOL], borrowed)], tokenizer)
+    assert set(results) == {"names", "names+json", "names+arguments"}
+    tokens = len(tokenizer.encode(good + borrowed, add_special_tokens=False))
+    for row in results.values():
+        assert abs(row["tokens"] - tokens) <= 2
+        assert row["us_per_token"] > 0
+    # Only the schema refuses the borrowed key (and, after it, whatever follows the refusal).
+    assert results["names"]["overrides"] == results["names+json"]["overrides"] == 0
+    assert results["names+arguments"]["overrides"] >= 1
