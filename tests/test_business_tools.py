@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -10,18 +9,11 @@ from types import ModuleType
 from ooo_agent.bench.ast_check import check, gold_calls, gold_defects
 from ooo_agent.bench.datasets import load_jsonl
 from ooo_agent.train.generated import GENERATED_TOOLS
-
-ROOT = Path(__file__).resolve().parents[1]
+from repo_scripts import load_script
 
 
 def _module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "business_tools", ROOT / "benchmarks" / "business_tools.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks", "business_tools")
 
 
 def test_business_set_round_trips_and_gold_passes(tmp_path: Path) -> None:

@@ -321,17 +321,26 @@ ROOT_TOOLS = [
 """Three similar names: unconstrained, the embedded target writes ``math.roots.quadratic``."""
 
 
-@pytest.mark.slow
-def test_the_embedded_target_names_only_offered_tools_in_every_mode() -> None:
+@pytest.fixture(scope="module")
+def embedded() -> tuple[object, object]:
+    """The embedded tool-calling target's model and tokenizer (skips when not installed)."""
     from ooo_agent.errors import ModelNotAvailableError
     from ooo_agent.models import load_preset
+
+    try:
+        return load_preset("smollm2-135m-toolcall")
+    except ModelNotAvailableError as exc:
+        pytest.skip(f"embedded tool-calling adapter not available: {exc}")
+
+
+@pytest.mark.slow
+def test_the_embedded_target_names_only_offered_tools_in_every_mode(
+    embedded: tuple[object, object],
+) -> None:
     from ooo_agent.targets.base import TargetRequest
     from ooo_agent.targets.hf import HFTarget
 
-    try:
-        model, tokenizer = load_preset("smollm2-135m-toolcall")
-    except ModelNotAvailableError as exc:
-        pytest.skip(f"embedded tool-calling adapter not available: {exc}")
+    model, tokenizer = embedded
     fmt = HermesFormat()
     offered = {t["function"]["name"] for t in ROOT_TOOLS}  # type: ignore[index]
     messages = [
@@ -525,17 +534,14 @@ def test_the_constraint_keeps_the_call_open_for_a_required_argument() -> None:
 
 
 @pytest.mark.slow
-def test_the_embedded_target_writes_only_the_tools_parameters_in_every_mode() -> None:
+def test_the_embedded_target_writes_only_the_tools_parameters_in_every_mode(
+    embedded: tuple[object, object],
+) -> None:
     from ooo_agent.demo import demo_tools
-    from ooo_agent.errors import ModelNotAvailableError
-    from ooo_agent.models import load_preset
     from ooo_agent.targets.base import TargetRequest
     from ooo_agent.targets.hf import HFTarget
 
-    try:
-        model, tokenizer = load_preset("smollm2-135m-toolcall")
-    except ModelNotAvailableError as exc:
-        pytest.skip(f"embedded tool-calling adapter not available: {exc}")
+    model, tokenizer = embedded
     fmt = HermesFormat()
     tools = [t.to_openai() for t in demo_tools()]
     messages = [{"role": "user", "content": "Has order D-9001 shipped yet?"}]

@@ -3,8 +3,6 @@ what each would have refused."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -12,7 +10,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-ROOT = Path(__file__).resolve().parents[1]
+from repo_scripts import load_script
 
 TOOL = {
     "type": "function",
@@ -28,13 +26,7 @@ TOOL = {
 
 
 def _module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "constraint_cost", ROOT / "benchmarks" / "constraint_cost.py"
-    )
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks", "constraint_cost")
 
 
 def test_cost_per_token_and_refusals_for_each_kind() -> None:

@@ -3,7 +3,6 @@ training-request list beside the adapter."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -14,16 +13,11 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("peft")
 
 from ooo_agent.train.portable import portable_command, portable_path  # noqa: E402
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "train_sidecar.py"
+from repo_scripts import load_script  # noqa: E402
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("train_sidecar_script", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts", "train_sidecar")
 
 
 def test_portable_command_hides_this_machines_folders(tmp_path: Path) -> None:

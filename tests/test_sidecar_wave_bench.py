@@ -3,7 +3,6 @@ what the function-first schedule skips."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -13,17 +12,12 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from repo_scripts import load_script
 from sidecar_tiny import save_tiny_model
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _module(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks", name)
 
 
 def test_wave_benchmark_reports_every_configuration(tmp_path: Path) -> None:

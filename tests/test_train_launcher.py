@@ -7,7 +7,6 @@ data folder through ``ooo-agent train``.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -23,8 +22,7 @@ from ooo_agent.train.portable import portable_command, portable_command_line, po
 from ooo_agent.train.recipes import RECIPES
 from ooo_agent.train.run import base_model_ref
 from ooo_agent.train.run import main as run_main
-
-ROOT = Path(__file__).resolve().parents[1]
+from repo_scripts import load_script
 
 
 def _rows(n: int, tag: str = "q") -> list[dict[str, str]]:
@@ -89,11 +87,7 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeRun:
 
 
 def _script(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"{name}_script", ROOT / "scripts" / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("scripts", name)
 
 
 # -- data folders ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ooo_agent._schema import json_type_of
 from ooo_agent.formats._common import dump_json, function_of
 from ooo_agent.formats.base import ToolDict
 
@@ -83,20 +84,6 @@ def _value_drafts(schema: Any) -> tuple[str, ...]:
 _JSON_TYPES = frozenset({"string", "number", "integer", "boolean", "array", "object", "null"})
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
 def value_kinds(schema: Any) -> frozenset[str]:
     """The JSON types a value of ``schema`` may take (``number`` admits ``integer``); the
     empty set when the schema does not say or says something this reading does not know
@@ -117,9 +104,9 @@ def value_kinds(schema: Any) -> frozenset[str]:
                 return frozenset()
             kinds |= sub_kinds
     elif isinstance(schema.get("enum"), list) and schema["enum"]:
-        kinds = {_json_type(e) for e in schema["enum"]}
+        kinds = {json_type_of(e) for e in schema["enum"]}
     elif "const" in schema:
-        kinds = {_json_type(schema["const"])}
+        kinds = {json_type_of(schema["const"])}
     else:
         return frozenset()
     if not kinds or not kinds <= _JSON_TYPES:
@@ -345,9 +332,8 @@ def _value_fits(
             value = json.loads(text)
         except ValueError:
             return False
-        return any(value == e and _json_type(value) == _json_type(e) for e in enum) or any(
-            isinstance(e, float) and _json_type(value) == "integer" and value == e for e in enum
-        )
+        # JSON's equality: 1 and 1.0 are one number, true is not 1.
+        return any(value == e and json_type_of(value) == json_type_of(e) for e in enum)
     return any(dump_json(e).startswith(text) for e in enum)
 
 
