@@ -6,6 +6,8 @@ import random
 from collections.abc import Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 
@@ -562,3 +564,36 @@ def test_the_embedded_target_writes_only_the_tools_parameters_in_every_mode(
     calls = fmt.parse(outputs["vanilla"].text).calls
     assert [(c.name, c.arguments) for c in calls] == [("get_order_status", {"order_id": "D-9001"})]
     assert outputs["vanilla"].stats.constrained_tokens >= 1
+
+
+# -- no false refusal: every prefix of a valid call conforms ---------------------------------
+
+_ITEMS = st.lists(st.integers(-10**6, 10**6), max_size=4)
+_TEXT = st.text(max_size=12)
+_VALID_ARGUMENTS = st.fixed_dictionaries(
+    {"city": _TEXT},
+    optional={
+        "days": st.integers(-1000, 1000),
+        "unit": st.sampled_from(["celsius", "fahrenheit"]),
+        "rate": st.floats(allow_nan=False, allow_infinity=False) | st.integers(-99, 99),
+        "note": st.none() | _TEXT,
+        "extra": st.recursive(
+            st.none() | st.booleans() | st.integers() | _TEXT,
+            lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+            max_leaves=6,
+        ),
+        "years": _ITEMS,
+    },
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(arguments=_VALID_ARGUMENTS, fmt_name=st.sampled_from(["hermes", "json", "llama3"]))
+def test_every_prefix_of_a_valid_call_conforms(arguments: dict[str, object], fmt_name: str) -> None:
+    from ooo_agent.formats import get_format
+
+    fmt = get_format(fmt_name)
+    skeleton = fmt.skeleton([WEATHER, OPEN])
+    text = fmt.render_calls([("get_weather", arguments)])
+    for end in range(len(text) + 1):
+        assert skeleton.conforms(text[:end]) is not False, (text[:end], text)
