@@ -158,3 +158,29 @@ def test_plain_text_is_text() -> None:
     result = fmt.parse("The weather is {nice} today.")
     assert result.calls == [] and result.errors == []
     assert result.text == "The weather is {nice} today."
+
+
+def test_description_first_lists_each_description_before_its_name() -> None:
+    from ooo_agent.formats import get_format
+
+    tools = [
+        {"type": "function", "function": {"name": "a", "description": "first", "parameters": {}}},
+        {"type": "function", "function": {"name": "b", "parameters": {}}},  # no description
+        {"name": "c", "description": "bare", "parameters": {"type": "object"}},
+    ]
+    plain = HermesFormat().system_prompt(tools)
+    first = get_format("hermes-description-first")
+    assert isinstance(first, HermesFormat) and first.description_first
+    lines = [ln for ln in first.system_prompt(tools).splitlines() if ln.startswith('{"type"')]
+    assert [json.loads(ln)["function"] for ln in lines] == [
+        {"description": "first", "name": "a", "parameters": {}},
+        {"name": "b", "parameters": {}},
+        {"description": "bare", "name": "c", "parameters": {"type": "object"}},
+    ]
+    assert list(json.loads(lines[0])["function"]) == ["description", "name", "parameters"]
+    assert plain != first.system_prompt(tools)
+    assert plain.replace('"description": "first", ', "") != plain  # the usual order: name first
+    # One tool: nothing to choose, listed as usual.
+    assert first.system_prompt(tools[:1]) == HermesFormat().system_prompt(tools[:1])
+    call = '<tool_call>\n{"name": "a", "arguments": {}}\n</tool_call>'
+    assert first.parse(call).calls == HermesFormat().parse(call).calls

@@ -22,14 +22,14 @@ TOOL: dict[str, Any] = {
 
 
 def test_registry_names_aliases_and_errors() -> None:
-    assert set(FORMATS) == {"hermes", "json", "llama3"}
+    assert set(FORMATS) == {"hermes", "hermes-description-first", "json", "llama3"}
     assert isinstance(get_format("hermes"), HermesFormat)
     assert isinstance(get_format("JSON"), JsonFormat)
     assert isinstance(get_format("qwen3"), HermesFormat)
     assert isinstance(get_format("llama3"), Llama3Format)
     fmt = JsonFormat()
     assert get_format(fmt) is fmt
-    with pytest.raises(FormatError, match="hermes, json, llama3"):
+    with pytest.raises(FormatError, match="hermes, hermes-description-first, json, llama3"):
         get_format("nope")
 
 

@@ -267,3 +267,26 @@ def test_embedded_smollm2_loads_and_answers_in_english() -> None:
         out = model.generate(**prompt, max_new_tokens=16, do_sample=False)
     answer = tokenizer.decode(out[0, prompt["input_ids"].shape[1] :], skip_special_tokens=True)
     assert "Paris" in answer, answer
+
+
+def test_target_presets_carry_their_prompt_format() -> None:
+    from ooo_agent.formats import get_format
+    from ooo_agent.models import PRESETS, target_format
+
+    assert target_format("smollm2-135m-toolcall") == "hermes-description-first"
+    assert target_format("some/folder") == "hermes"  # not a preset: the usual Hermes
+    for preset in PRESETS.values():
+        assert get_format(preset.format).name == preset.format  # every one resolves
+
+
+@pytest.mark.slow
+def test_from_preset_prompts_with_the_presets_format_unless_told_otherwise() -> None:
+    from ooo_agent.errors import ModelNotAvailableError
+    from ooo_agent.targets.hf import HFTarget
+
+    try:
+        target = HFTarget.from_preset("smollm2-135m-toolcall")
+    except ModelNotAvailableError as exc:
+        pytest.skip(f"embedded target not available: {exc}")
+    assert target.format.name == "hermes-description-first"
+    assert HFTarget(target.model, target.tokenizer).format.name == "hermes"

@@ -103,10 +103,11 @@ def _load_embedded(console: Console) -> tuple[dict[Mode, Target], Any] | None:
     """One target per mode over the same weights, so that no mode's memory (retrieval of
     earlier outputs, prefix cache, learned draft rates) ever sees another mode's answer."""
     try:
-        from ooo_agent.models import load_preset
+        from ooo_agent.models import load_preset, target_format
         from ooo_agent.targets.hf import HFTarget
 
         model, tokenizer = load_preset("smollm2-135m-toolcall")
+        fmt = target_format("smollm2-135m-toolcall")
     except Exception as exc:
         console.print(f"[yellow]Embedded model unavailable ({exc}).[/]")
         return None
@@ -115,7 +116,12 @@ def _load_embedded(console: Console) -> tuple[dict[Mode, Target], Any] | None:
     # stay token-identical to constrained greedy decoding).
     targets: dict[Mode, Target] = {
         mode: HFTarget(
-            model, tokenizer, num_threads=1, constrain_names=True, constrain_arguments=True
+            model,
+            tokenizer,
+            fmt,
+            num_threads=1,
+            constrain_names=True,
+            constrain_arguments=True,
         )
         for mode in ("vanilla", "toolspec", "ooo")
     }

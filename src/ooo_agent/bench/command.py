@@ -71,7 +71,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     add("--out", default="bench-out", help="output folder (default bench-out)")
     add("--target", default="auto", help="preset name or model folder (default: auto)")
-    add("--format", default="hermes", help="the target's call format (default hermes)")
+    add(
+        "--format",
+        default=None,
+        help="the target's call format (default: the target preset's own, else hermes; the "
+        "embedded target's is hermes-description-first)",
+    )
     add(
         "--sidecar",
         default="auto",
@@ -276,6 +281,10 @@ async def _run(args: argparse.Namespace) -> int:
     measured, warmups, notes = _load_items(args)
     torch.set_num_threads(args.threads)
     loaded = _loading.load_target_model(args.target, device=device, dtype=dtype)
+    if args.format is None:
+        from ooo_agent.models import target_format
+
+        args.format = target_format(loaded.name)
     if loaded.note:
         notes.append(loaded.note)
     target_device, target_dtype = _loading.describe_placement(loaded.model)

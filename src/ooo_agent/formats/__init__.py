@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ooo_agent.errors import FormatError
 from ooo_agent.formats.base import CallSkeleton, ChatFormat, ParseResult, TextDraft
-from ooo_agent.formats.hermes import HermesFormat
+from ooo_agent.formats.hermes import HermesDescriptionFirstFormat, HermesFormat
 from ooo_agent.formats.json_format import JsonFormat
 from ooo_agent.formats.llama3 import Llama3Format
 
@@ -16,6 +16,7 @@ __all__ = [
     "CallSkeleton",
     "ChatFormat",
     "FormatError",
+    "HermesDescriptionFirstFormat",
     "HermesFormat",
     "JsonFormat",
     "Llama3Format",
@@ -26,6 +27,7 @@ __all__ = [
 
 FORMATS: dict[str, type[ChatFormat]] = {
     "hermes": HermesFormat,
+    "hermes-description-first": HermesDescriptionFirstFormat,
     "json": JsonFormat,
     "llama3": Llama3Format,
 }

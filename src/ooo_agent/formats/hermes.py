@@ -33,7 +33,7 @@ from ooo_agent.formats._common import (
 from ooo_agent.formats.base import ChatFormat, ParseResult, ToolDict
 from ooo_agent.formats.skeleton import CallSyntax, SchemaSkeleton
 
-__all__ = ["HermesFormat"]
+__all__ = ["HermesDescriptionFirstFormat", "HermesFormat"]
 
 _OPEN = "<tool_call>"
 _CLOSE = "</tool_call>"
@@ -71,16 +71,32 @@ SYNTAX = CallSyntax(
 
 
 class HermesFormat(ChatFormat):
-    """``<tool_call>`` JSON blocks (Hermes, Qwen2.5, Qwen3)."""
+    """``<tool_call>`` JSON blocks (Hermes, Qwen2.5, Qwen3).
+
+    ``description_first``: where several tools are offered, list each in the system prompt
+    with its ``description`` before its ``name`` (the rest unchanged). With the usual order a
+    small model that matches the request against a description tends to write the *next*
+    tool's name — the nearest name after the text it matched; the embedded target chooses the
+    right tool far more often this way. A single tool leaves nothing to choose and is listed
+    as usual (for the embedded target, trained on the usual order, the new order costs
+    argument accuracy there; docs/benchmarks.md §2.0n). Calls are written and parsed the same
+    either way.
+    """
 
     name = "hermes"
+
+    def __init__(self, *, description_first: bool = False) -> None:
+        self.description_first = description_first
 
     # -- rendering -------------------------------------------------------------------
     def system_prompt(self, tools: Sequence[ToolDict]) -> str:
         """The tool section of the system prompt (empty without tools)."""
         if not tools:
             return ""
-        lines = "\n".join(dump_json(t) for t in plain_tools(tools))
+        listed = plain_tools(tools)
+        if self.description_first and len(listed) > 1:
+            listed = [_description_first(t) for t in listed]
+        lines = "\n".join(dump_json(t) for t in listed)
         return _SYSTEM_HEAD + lines + _SYSTEM_TAIL
 
     def render_messages(
@@ -203,3 +219,23 @@ class HermesFormat(ChatFormat):
     def stop_strings(self) -> tuple[str, ...]:
         """None beyond end of turn: several calls may follow each other."""
         return ()
+
+
+class HermesDescriptionFirstFormat(HermesFormat):
+    """:class:`HermesFormat` with ``description_first=True`` (format name
+    ``hermes-description-first``; the embedded target's)."""
+
+    name = "hermes-description-first"
+
+    def __init__(self) -> None:
+        super().__init__(description_first=True)
+
+
+def _description_first(tool: dict[str, Any]) -> dict[str, Any]:
+    """``tool`` with its function's ``description`` moved before its ``name``."""
+    fn = tool.get("function")
+    if not isinstance(fn, dict) or "description" not in fn:
+        return tool
+    ordered = {"description": fn["description"]}
+    ordered.update((k, v) for k, v in fn.items() if k != "description")
+    return {**tool, "function": ordered}

@@ -23,6 +23,7 @@ from ooo_agent.models.presets import (
     load_preset,
     load_tokenizer,
     sidecar_dtype,
+    target_format,
 )
 from ooo_agent.models.smollm2 import (
     GGUF_FILENAME,
@@ -54,4 +55,5 @@ __all__ = [
     "models_dir",
     "sidecar_dtype",
     "smollm2_dir",
+    "target_format",
 ]

@@ -50,6 +50,7 @@ __all__ = [
     "load_preset",
     "load_tokenizer",
     "sidecar_dtype",
+    "target_format",
 ]
 
 ADAPTERS_ENV = "OOO_AGENT_ADAPTERS"
@@ -74,6 +75,8 @@ class Preset:
     function_choice: Literal["index", "scored"] = "index"
     """Sidecars: how ``HFSidecar.from_preset`` picks the tool by default
     (``WaveOptions.function_choice``)."""
+    format: str = "hermes"
+    """Targets: the call format ``HFTarget.from_preset`` prompts with by default."""
 
     @property
     def from_hub(self) -> bool:
@@ -99,6 +102,9 @@ PRESETS: dict[str, Preset] = {
                 "ooo-agent train target --data <rows.jsonl> --out adapters/smollm2-135m-toolcall"
             ),
             description="embedded target: SmolLM2-135M-Instruct tuned to write tool calls",
+            # It picks the offered tool far more often with each description before its
+            # name (docs/benchmarks.md §2.0n); calls are written the same way.
+            format="hermes-description-first",
         ),
         Preset(
             name="smollm2-135m-sidecar",
@@ -141,6 +147,13 @@ def function_choice(spec: str) -> Literal["index", "scored"]:
     ``function_choice``, ``index`` (the method as published) for anything else."""
     preset = PRESETS.get(spec)
     return preset.function_choice if preset is not None else "index"
+
+
+def target_format(spec: str) -> str:
+    """The call format a target named ``spec`` prompts with by default: a preset's own
+    ``format``, ``hermes`` for anything else (a folder, a hub id)."""
+    preset = PRESETS.get(spec)
+    return preset.format if preset is not None else "hermes"
 
 
 def adapters_root() -> Path:

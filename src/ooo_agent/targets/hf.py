@@ -148,12 +148,14 @@ class HFTarget:
         """A named preset from :mod:`ooo_agent.models` (adapter merged into the weights).
 
         ``HFTarget.from_preset()`` is the embedded default: SmolLM2-135M-Instruct with the
-        project's tool-calling adapter, Hermes call format. Raises
+        project's tool-calling adapter, Hermes calls with each tool's description listed
+        before its name (the preset's ``format``; pass ``format=`` to choose another). Raises
         :class:`~ooo_agent.errors.ModelNotAvailableError` when the preset cannot be obtained.
         """
-        from ooo_agent.models import load_preset
+        from ooo_agent.models import load_preset, target_format
 
         model, tokenizer = load_preset(name, merge=True, dtype=dtype)
+        kwargs.setdefault("format", target_format(name))
         return cls(model, tokenizer, **kwargs)
 
     # -- Target protocol -----------------------------------------------------------------

@@ -337,6 +337,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="transformers' generate, or the project's decoder (toolspec: lossless, faster)",
     )
     parser.add_argument(
+        "--format",
+        default="hermes",
+        help="the call format the prompts are rendered in (default hermes; the embedded "
+        "target's preset prompts with hermes-description-first)",
+    )
+    parser.add_argument(
         "--constrain-names",
         action="store_true",
         help="with --engine vanilla/toolspec: restrict each call's function name to the "
@@ -388,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import torch
 
-    from ooo_agent.formats.hermes import HermesFormat
+    from ooo_agent.formats import get_format
     from ooo_agent.models.presets import attach_adapter
     from ooo_agent.models.smollm2 import load_smollm2
 
@@ -397,7 +403,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     model, tokenizer = load_smollm2(args.cache_dir)
     if args.adapter:
         model = attach_adapter(model, args.adapter, merge=True)
-    fmt = HermesFormat()
+    fmt = get_format(args.format)
     items: list[BenchItem] = []
     sources = (
         [load_jsonl(args.data)]
@@ -449,6 +455,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "constrain_names": args.constrain_names,
         "constrain_json": args.constrain_json,
         "constrain_arguments": args.constrain_arguments,
+        "format": fmt.name,
         "command": " ".join(sys.argv),
     }
     for category, score in report.categories.items():
