@@ -440,6 +440,23 @@ def test_arguments_follow_the_schema(arguments: str, expected: bool) -> None:
     assert skeleton.well_formed(head + arguments) is True
 
 
+def test_a_required_name_the_schema_does_not_define_is_not_waited_for() -> None:
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "parameters": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}},
+                "required": ["a", "ghost"],
+            },
+        },
+    }
+    skeleton = HermesFormat().skeleton([tool])
+    assert skeleton.conforms('<tool_call>\n{"name": "f", "arguments": {"a": 1}}\n</tool_call>')
+    assert skeleton.conforms('<tool_call>\n{"name": "f", "arguments": {}') is False
+
+
 def test_arguments_of_an_open_schema_or_unknown_tool_are_only_well_formed() -> None:
     skeleton = HermesFormat().skeleton([WEATHER, OPEN])
     assert skeleton.conforms('<tool_call>\n{"name": "anything", "arguments": {"x": [1], "y": ')

@@ -352,6 +352,8 @@ def arguments_end(text: str, start: int, shape: ToolShape) -> int:
     if text[i] != "{":
         return INVALID
     free = shape.open_schema
+    # A required name the schema does not define could never be written: not waited for.
+    required = shape.required if free else shape.required & frozenset(shape.keys)
     used: set[str] = set()
     key = ""
     expect = "first_key"  # first_key | key | colon | value | after
@@ -363,7 +365,7 @@ def arguments_end(text: str, start: int, shape: ToolShape) -> int:
         c = text[i]
         if expect in ("first_key", "key"):
             if expect == "first_key" and c == "}":
-                return i + 1 if shape.required <= used else INVALID
+                return i + 1 if required <= used else INVALID
             if c != '"':
                 return INVALID
             end = string_end(text, i + 1)
@@ -406,7 +408,7 @@ def arguments_end(text: str, start: int, shape: ToolShape) -> int:
                 return INVALID  # no parameter left to write
             i, expect = i + 1, "key"
         elif c == "}":
-            return i + 1 if shape.required <= used else INVALID
+            return i + 1 if required <= used else INVALID
         else:
             return INVALID
 
