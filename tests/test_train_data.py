@@ -384,3 +384,22 @@ def test_optional_arguments_the_user_mentioned_are_kept() -> None:
     kept = gold_calls(item, mentioned_in=user_text(messages))
     assert kept == [("get_weather", {"city": "Paris", "unit": "celsius", "days": 3})]
     assert check([{"name": n, "arguments": a} for n, a in kept], item).ok
+
+
+def test_rows_can_be_rendered_with_descriptions_first(tmp_path: Path) -> None:
+    from ooo_agent.formats import get_format
+
+    build_target_data(
+        tmp_path, examples=60, eval_examples=0, generated=60, max_prompt_tokens=400, seed=3,
+        tokenizer=FakeTokenizer(), fmt=get_format("hermes-description-first"),
+    )  # fmt: skip
+    prompts = [json.loads(line)["prompt"] for line in (tmp_path / "train.jsonl").open()]
+    tool_lines = [
+        [json.loads(ln)["function"] for ln in p.splitlines() if ln.startswith('{"type"')]
+        for p in prompts
+    ]
+    several = [t for t in tool_lines if len(t) > 1 and all("description" in f for f in t)]
+    assert several, "the draw has multi-tool rows"
+    assert all(list(f)[:2] == ["description", "name"] for t in several for f in t)
+    lone = [t for t in tool_lines if len(t) == 1 and "description" in t[0]]
+    assert lone and all(next(iter(t[0])) == "name" for t in lone)

@@ -504,8 +504,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(default: " + ",".join(f"{k}={v}" for k, v in MIX.items()) + ")",
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--format",
+        default="hermes",
+        help="the call format the prompts are rendered in (default hermes, as every shipped "
+        "adapter was trained; hermes-description-first is the embedded target's prompt)",
+    )
     parser.add_argument("--cache-dir", default=None, help="ooo-agent cache root")
     args = parser.parse_args(argv)
+    from ooo_agent.formats import get_format
+
     stats = build_target_data(
         args.out,
         examples=args.examples,
@@ -519,6 +527,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         mix=args.mix,
         modifiers=args.modifiers,
         quantities=args.quantities,
+        fmt=get_format(args.format),
     )
     print(json.dumps(asdict(stats), indent=2))
     return 0
