@@ -3,7 +3,7 @@
 Replays the outputs of an evaluation report (``python -m ooo_agent.train.eval_target ...
 --out report.json``) token by token through :class:`~ooo_agent.decoding.constraint.CallConstraint`
 with the embedded target's tokenizer, the output's own token standing as the argmax at every
-position (the common case: allowed, two decodes and two scans), for each kind of constraint:
+position (the common case: allowed, one decode and one scan), for each kind of constraint:
 
     python benchmarks/constraint_cost.py --report simple-args.json --category simple_python
 

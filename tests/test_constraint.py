@@ -614,3 +614,18 @@ def test_every_prefix_of_a_valid_call_conforms(arguments: dict[str, object], fmt
     text = fmt.render_calls([("get_weather", arguments)])
     for end in range(len(text) + 1):
         assert skeleton.conforms(text[:end]) is not False, (text[:end], text)
+
+
+def test_an_allowed_argmax_costs_one_decode_per_position() -> None:
+    decoded: list[int] = []
+
+    def counting(ids: Sequence[int]) -> str:
+        decoded.append(len(ids))
+        return ARGS.decode(ids)
+
+    constraint = CallConstraint(HermesFormat().skeleton([WEATHER]), counting, arguments=True)
+    output = ARGS.ids(ARG_PIECES[0], ", ", '"', "days", '": ', "3", "}}")
+    for k in range(len(output)):
+        assert constraint.choose(output[:k], ARGS.logits([]), output[k]) == output[k]
+    # The first position decodes its prefix too; every later one only the new token's text.
+    assert len(decoded) == len(output) + 1

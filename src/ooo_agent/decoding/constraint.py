@@ -16,8 +16,8 @@ required argument, is steered to the next token it ranks highest that keeps the 
 A whitespace token is never taken in place of a refused one: it would only put the choice off.
 
 The constraint is a function of the tokens generated so far and the logits at that position:
-the target's argmax when that token is allowed (the common case, at the cost of two text
-decodes and two scans), else the highest-scoring allowed token. Every mode applies it at every
+the target's argmax when that token is allowed (the common case, at the cost of one text
+decode and one scan: the text checked for the previous token is kept), else the highest-scoring allowed token. Every mode applies it at every
 position the same way — the plain one-token-per-forward loop and the tree walk alike — so the
 speculative modes stay token-identical to *constrained* greedy decoding.
 
@@ -36,6 +36,9 @@ import torch
 from ooo_agent.formats.base import CallSkeleton
 
 __all__ = ["CallConstraint", "TokenConstraint"]
+
+_Facts = tuple[str, "bool | None", "tuple[str, bool] | None"]
+"""An output's text, whether its last call is well-formed (or conforms), its open name."""
 
 
 class TokenConstraint(Protocol):
@@ -89,15 +92,16 @@ class CallConstraint:
         )
         self.max_candidates = max_candidates
         self.overrides = 0
+        self._memo: tuple[tuple[int, ...], _Facts] | None = None
 
     def choose(self, generated: Sequence[int], logits: torch.Tensor, greedy: int) -> int:
         if not self.names and not self.well_formed:
             return greedy
-        text = self.decode(generated)
-        before = self.skeleton.open_name(text) if self.names else None
+        text, shape, before = self._facts(generated)
         # A call already broken (by text the constraint did not choose) is left as it is.
-        shaped = self.well_formed and self._shape(text) is not False
-        if self._allowed(self.decode([*generated, greedy]), before, shaped):
+        shaped = self.well_formed and shape is not False
+        chosen = [*generated, greedy]
+        if self._allowed(self._facts(chosen), before, shaped):
             return greedy
         # Stable: among equal scores the lower id first, as argmax breaks ties.
         ranked = torch.argsort(logits, descending=True, stable=True)[: self.max_candidates]
@@ -105,11 +109,13 @@ class CallConstraint:
         for token in ranked.tolist():
             if token == greedy:
                 continue
-            extended = self.decode([*generated, token])
-            if not self._allowed(extended, before, shaped):
+            chosen[-1] = token
+            facts = self._facts(chosen)
+            if not self._allowed(facts, before, shaped):
                 continue
             # Whitespace is allowed almost anywhere; taken in place of a refused token it only
             # puts the choice off (a model kept from closing a call pads before the comma).
+            extended = facts[0]
             if extended.startswith(text) and not extended[len(text) :].strip():
                 padding = int(token) if padding is None else padding
                 continue
@@ -120,14 +126,27 @@ class CallConstraint:
             return padding
         return greedy
 
-    def _allowed(self, text: str, before: tuple[str, bool] | None, shaped: bool) -> bool:
-        """Whether ``text`` (the output with the candidate token) keeps the call allowed."""
-        if shaped and self._shape(text) is False:
+    def _facts(self, ids: Sequence[int]) -> _Facts:
+        """The text of ``ids``, its shape and its open name; the last answer is kept, since
+        the text checked for the token written is the next position's prefix."""
+        key = tuple(ids)
+        if self._memo is not None and self._memo[0] == key:
+            return self._memo[1]
+        text = self.decode(ids)
+        facts = (
+            text,
+            self._shape(text) if self.well_formed else None,
+            self.skeleton.open_name(text) if self.names else None,
+        )
+        self._memo = (key, facts)
+        return facts
+
+    def _allowed(self, facts: _Facts, before: tuple[str, bool] | None, shaped: bool) -> bool:
+        """Whether the output with the candidate token (``facts``) keeps the call allowed."""
+        _, shape, state = facts
+        if shaped and shape is False:
             return False
-        if not self.names:
-            return True
-        state = self.skeleton.open_name(text)
-        if state is None:
+        if not self.names or state is None:
             return True
         typed, closed = state
         if not closed:
