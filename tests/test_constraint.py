@@ -629,3 +629,106 @@ def test_an_allowed_argmax_costs_one_decode_per_position() -> None:
         assert constraint.choose(output[:k], ARGS.logits([]), output[k]) == output[k]
     # The first position decodes its prefix too; every later one only the new token's text.
     assert len(decoded) == len(output) + 1
+
+
+# -- array elements, nested keys, whitespace ----------------------------------------------
+
+HOTEL = {
+    "type": "function",
+    "function": {
+        "name": "book_hotel",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "services": {
+                    "type": "array",
+                    "items": {"type": "string", "enum": ["breakfast", "parking", "spa"]},
+                },
+                "guests": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
+                "rooms": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
+                "nights": {"type": "array", "items": {"type": "integer"}},
+                "notes": {"type": "object"},
+            },
+        },
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ('{"services": ["break', True),
+        ('{"services": ["Break', False),  # elements among the item enum, case and all
+        ('{"services": ["breakfast", "spa"]}', True),
+        ('{"services": ["breakfast", "break', False),  # an option named twice
+        ('{"services": ["breakfast", "parking", "spa"]}', True),
+        ('{"services": ["breakfast", "parking", "spa",', False),  # every option named: no more
+        ('{"services": ["sauna"', False),
+        ('{"guests": ["Ann", "Bo"]}', True),
+        ('{"guests": ["Ann", "Ann"]}', True),  # repeats allowed where the schema allows them
+        ('{"guests": ["Ann", "Bo",', False),  # maxItems 2
+        ('{"rooms": [101, 102]}', True),
+        ('{"rooms": [101, 101', True),  # a number can still grow: 1010
+        ('{"rooms": [101, 101]', False),  # uniqueItems
+        ('{"rooms": [1, 1.0]', False),  # JSON's equality: one number (and not an integer)
+        ('{"nights": [2, 2, 2]}', True),
+        ('{"notes": {"a": 1, "b": {"a": 2}}}', True),
+        ('{"notes": {"a": 1, "a"', False),  # a key twice in a nested object
+        ('{"notes": {"a": [{"x": 1}, {"x": 2}]}}', True),  # one key per object
+        ('{"nights": [2,' + " " * 32 + "3]}", True),
+        ('{"nights": [2,' + " " * 33, False),  # a model stuck writing spaces
+        ('{' + " " * 33, False),
+        ('{"guests": ["' + " " * 40, True),  # inside a string: the string's own business
+    ],
+)
+def test_array_elements_nested_keys_and_whitespace(arguments: str, expected: bool) -> None:
+    skeleton = HermesFormat().skeleton([HOTEL])
+    head = '<tool_call>\n{"name": "book_hotel", "arguments": '
+    assert skeleton.conforms(head + arguments) is expected
+    # Only the schema-held check is stricter: all of them are well-formed JSON so far.
+    assert skeleton.well_formed(head + arguments) is True
+
+
+def test_an_option_named_twice_gives_way_and_a_full_choice_closes() -> None:
+    head = '<tool_call>\n{"name": "book_hotel", "arguments": {"services": ["breakfast"'
+    pieces = [head, ", ", '"breakfast"', '"parking"', '"spa"', "]", "}}"]
+    toy = Toy(pieces)
+    constraint = CallConstraint(HermesFormat().skeleton([HOTEL]), toy.decode, arguments=True)
+    # The model's favourite repeats the first option; the next option it ranks stands in.
+    after_comma = toy.ids(head, ", ")
+    repeat = toy.ids('"breakfast"')[0]
+    ranked = toy.logits(['"breakfast"', '"spa"'])
+    assert constraint.choose(after_comma, ranked, repeat) == toy.ids('"spa"')[0]
+    # Every option named: the comma that would start a fourth gives way to the bracket.
+    full = toy.ids(head, ", ", '"parking"', ", ", '"spa"')
+    comma = toy.ids(", ")[0]
+    assert constraint.choose(full, toy.logits([", ", "]"]), comma) == toy.ids("]")[0]
+
+
+_SERVICES = st.lists(st.sampled_from(["breakfast", "parking", "spa"]), unique=True)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    arguments=st.fixed_dictionaries(
+        {},
+        optional={
+            "services": _SERVICES,
+            "guests": st.lists(_TEXT, max_size=2),
+            "rooms": st.lists(st.integers(-999, 999), unique=True, max_size=4),
+            "nights": st.lists(st.integers(0, 9), max_size=4),
+            "notes": st.dictionaries(_TEXT, st.integers() | _TEXT, max_size=3),
+        },
+    ),
+    fmt_name=st.sampled_from(["hermes", "json", "llama3"]),
+)
+def test_every_prefix_of_a_valid_array_call_conforms(
+    arguments: dict[str, object], fmt_name: str
+) -> None:
+    from ooo_agent.formats import get_format
+
+    fmt = get_format(fmt_name)
+    skeleton = fmt.skeleton([HOTEL])
+    text = fmt.render_calls([("book_hotel", arguments)])
+    for end in range(len(text) + 1):
+        assert skeleton.conforms(text[:end]) is not False, (text[:end], text)

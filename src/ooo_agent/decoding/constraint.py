@@ -10,9 +10,11 @@ closing quote is written, exactly one) and, with ``well_formed``, the call's tex
 beginning of a well-formed call (the format's skeleton: the text up to the arguments, one
 JSON object with strict numbers and literals, the closing text) and, with ``arguments``,
 arguments the tool accepts: only its parameters as keys, none twice, no closing brace while a
-required one is missing, top-level values (and array elements) of the declared JSON type and
-enum (a model that borrows a parameter from another offered tool, or closes the call before a
-required argument, is steered to the next token it ranks highest that keeps the call valid).
+required one is missing, top-level values of the declared JSON type and enum, array elements
+as the schema's ``items`` / ``maxItems`` / ``uniqueItems`` say (an enum's options each once),
+no key twice in any nested object, no endless whitespace (a model that borrows a parameter
+from another offered tool, or closes the call before a required argument, is steered to the
+next token it ranks highest that keeps the call valid).
 A whitespace token is never taken in place of a refused one: it would only put the choice off.
 
 The constraint is a function of the tokens generated so far and the logits at that position:
@@ -64,7 +66,7 @@ class CallConstraint:
         arguments: keep each call's arguments to its tool's schema as well (implies
             ``well_formed``): only the tool's parameters as keys, each once, every required
             one before the closing brace, top-level values of the declared JSON type and
-            enum (:meth:`SchemaSkeleton.conforms`).
+            enum, array elements as the schema says (:meth:`SchemaSkeleton.conforms`).
         max_candidates: how far down the ranking to look for an allowed token when the
             argmax is not one; past it the argmax is kept (the call then fails validation,
             as it would unconstrained).

@@ -18,6 +18,7 @@ __all__ = [
     "INVALID",
     "SCALAR",
     "WS",
+    "ArrayItems",
     "ToolShape",
     "TopLevelScan",
     "arguments_end",
@@ -34,6 +35,27 @@ STRING_BODY = re.compile(r'(?:[^"\\]|\\.)*', re.DOTALL)
 # A JSON scalar (number, true, false, null) runs until one of these.
 SCALAR = re.compile(r"[^,}\]\s]*")
 WS = re.compile(r"\s*")
+MAX_WS = 32
+"""Longest run of whitespace between JSON tokens the schema-held scan accepts: more than any
+pretty-printer writes, and what a model stuck emitting spaces reaches within a few tokens."""
+
+
+@dataclass(frozen=True)
+class ArrayItems:
+    """What an array parameter's elements are held to."""
+
+    kinds: frozenset[str] = frozenset()
+    """JSON types of the elements (``items`` declare one); empty: any."""
+    enum: tuple[Any, ...] | None = None
+    """The values an element may take (``items`` have an ``enum`` or ``const``)."""
+    distinct: bool = False
+    """No element repeats an earlier one: ``uniqueItems``, or ``items`` with an ``enum`` (a
+    choice among options, where naming one twice says nothing more)."""
+    max_items: int | None = None
+    """``maxItems``."""
+
+    def __bool__(self) -> bool:
+        return self != ArrayItems()  # says something of the elements
 
 
 @dataclass(frozen=True)
@@ -53,8 +75,8 @@ class ToolShape:
     absent or an empty set: any value."""
     enums: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     """The values a parameter with an ``enum`` (or ``const``) may take."""
-    item_kinds: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    """For an array parameter whose ``items`` declare a type: the JSON types of its elements."""
+    items: Mapping[str, ArrayItems] = field(default_factory=dict)
+    """For an array parameter whose schema says something of its elements: what it says."""
 
 
 def _is_string_schema(schema: Any) -> bool:
@@ -128,10 +150,17 @@ def _enum(schema: Any) -> tuple[Any, ...] | None:
     return None
 
 
-def _item_kinds(schema: Any) -> frozenset[str]:
+def _array_items(schema: Any) -> ArrayItems:
     if not isinstance(schema, Mapping) or schema.get("type") != "array":
-        return frozenset()
-    return value_kinds(schema.get("items"))
+        return ArrayItems()
+    enum = _enum(schema.get("items"))
+    bound = schema.get("maxItems")
+    return ArrayItems(
+        kinds=value_kinds(schema.get("items")),
+        enum=enum,
+        distinct=schema.get("uniqueItems") is True or enum is not None,
+        max_items=bound if isinstance(bound, int) and not isinstance(bound, bool) else None,
+    )
 
 
 def tool_shape(tool: ToolDict) -> ToolShape:
@@ -152,7 +181,7 @@ def tool_shape(tool: ToolDict) -> ToolShape:
         open_schema=not keys and not (isinstance(params, Mapping) and "properties" in params),
         kinds={k: value_kinds(props[k]) for k in keys},
         enums={k: e for k in keys if (e := _enum(props[k])) is not None},
-        item_kinds={k: i for k in keys if (i := _item_kinds(props[k]))},
+        items={k: a for k in keys if (a := _array_items(props[k]))},
     )
 
 
@@ -213,20 +242,26 @@ def _scalar_begins(token: str) -> bool:
     return _NUMBER.fullmatch(token) is not None or _NUMBER.fullmatch(token + "0") is not None
 
 
-def json_value_end(text: str, start: int = 0) -> int:
+def json_value_end(text: str, start: int = 0, *, strict: bool = False) -> int:
     """Scan one JSON value starting at ``start`` (after optional whitespace).
 
     Returns the index just after the value when it is complete, :data:`INCOMPLETE` when the
     text ends inside it, :data:`INVALID` when the text cannot begin a JSON value. Strings are
     taken as the skeleton takes them (any escape); numbers and literals are checked strictly.
+    With ``strict``, as the schema-held scan wants it: no object names a key twice, and no
+    run of whitespace between tokens is longer than :data:`MAX_WS`.
     """
     stack: list[str] = []
+    keys: list[set[str]] = []  # strict: the keys of each open object
     expect = "value"  # value | first_item | first_key | key | colon | after
     i, n = start, len(text)
     while True:
         if expect == "after" and not stack:
             return i
-        i = WS.match(text, i).end()  # type: ignore[union-attr]
+        j = WS.match(text, i).end()  # type: ignore[union-attr]
+        if strict and j - i > MAX_WS:
+            return INVALID
+        i = j
         if i >= n:
             return INCOMPLETE
         c = text[i]
@@ -236,6 +271,8 @@ def json_value_end(text: str, start: int = 0) -> int:
                 i, expect = i + 1, "after"
             elif c in "{[":
                 stack.append(c)
+                if strict and c == "{":
+                    keys.append(set())
                 i, expect = i + 1, ("first_key" if c == "{" else "first_item")
             elif c == '"':
                 end = string_end(text, i + 1)
@@ -253,11 +290,18 @@ def json_value_end(text: str, start: int = 0) -> int:
         elif expect in ("first_key", "key"):
             if expect == "first_key" and c == "}":
                 stack.pop()
+                if strict:
+                    keys.pop()
                 i, expect = i + 1, "after"
             elif c == '"':
                 end = string_end(text, i + 1)
                 if end < 0:
                     return INCOMPLETE
+                if strict:
+                    name = decode_string(text[i + 1 : end - 1])
+                    if name is None or name in keys[-1]:
+                        return INVALID
+                    keys[-1].add(name)
                 i, expect = end, "colon"
             else:
                 return INVALID
@@ -271,6 +315,8 @@ def json_value_end(text: str, start: int = 0) -> int:
                 i, expect = i + 1, ("key" if top == "{" else "value")
             elif c == ("}" if top == "{" else "]"):
                 stack.pop()
+                if strict and top == "{":
+                    keys.pop()
                 i, expect = i + 1, "after"
             else:
                 return INVALID
@@ -290,25 +336,73 @@ def _kind_fits(text: str, kinds: frozenset[str]) -> bool:
     return kind in kinds
 
 
-def _items_fit(text: str, kinds: frozenset[str]) -> bool:
-    """Whether every element written so far of the array beginning ``text`` can be of
-    ``kinds`` (the array's own well-formedness is :func:`json_value_end`'s business)."""
+def _items_fit(text: str, items: ArrayItems) -> bool:
+    """Whether the elements written so far of the array beginning ``text`` can be of the
+    item kinds, among the item enum, none repeating an earlier one when they are distinct,
+    no more of them than ``maxItems`` (a distinct enum array: than the enum has values) — a
+    comma after the last element allowed is refused. (The array's own well-formedness is
+    :func:`json_value_end`'s business.)"""
+    limit = items.max_items
+    if items.distinct and items.enum is not None:
+        limit = len(items.enum) if limit is None else min(limit, len(items.enum))
+    seen: list[Any] = []
     i, n = 1, len(text)
     while True:
         i = WS.match(text, i).end()  # type: ignore[union-attr]
         if i >= n or text[i] == "]":
             return True
-        end = json_value_end(text, i)
+        if limit is not None and len(seen) >= limit:
+            return False  # an element past the last one allowed
+        end = json_value_end(text, i, strict=True)
         if end == INVALID:
             return True
-        if not _kind_fits(text[i:] if end == INCOMPLETE else text[i:end], kinds):
+        complete = end != INCOMPLETE
+        written = text[i:end] if complete else text[i:]
+        if not _kind_fits(written, items.kinds):
             return False
-        if end == INCOMPLETE:
+        enum = items.enum
+        if enum is not None and items.distinct:
+            enum = tuple(e for e in enum if not any(_same(e, s) for s in seen))
+        if enum is not None and not _among(written, complete, enum):
+            return False
+        if not complete:
             return True
+        if items.distinct:
+            try:
+                value = json.loads(written)
+            except ValueError:
+                return True
+            if any(_same(value, s) for s in seen):
+                return False
+            seen.append(value)
+        else:
+            seen.append(None)
         i = WS.match(text, end).end()  # type: ignore[union-attr]
         if i >= n or text[i] != ",":
             return True
+        if limit is not None and len(seen) >= limit:
+            return False  # no element may follow
         i += 1
+
+
+def _same(a: Any, b: Any) -> bool:
+    """JSON's equality: 1 and 1.0 are one number, true is not 1 (containers by ``==``)."""
+    return bool(a == b) and json_type_of(a) == json_type_of(b)
+
+
+def _among(text: str, complete: bool, enum: tuple[Any, ...]) -> bool:
+    """Whether the value written so far (the whole value when ``complete``) is, or can still
+    become, one of ``enum``."""
+    if complete:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return False
+        return any(_same(value, e) for e in enum)
+    return any(dump_json(e).startswith(text) for e in enum)
+
+
+_ANY_ITEMS = ArrayItems()
 
 
 def _value_fits(
@@ -316,35 +410,27 @@ def _value_fits(
     complete: bool,
     kinds: frozenset[str],
     enum: tuple[Any, ...] | None,
-    item_kinds: frozenset[str] = frozenset(),
+    items: ArrayItems = _ANY_ITEMS,
 ) -> bool:
     """Whether the value written so far (``text``, from its first character; the whole value
     when ``complete``) can still be of one of ``kinds``, among ``enum``, and, an array, hold
-    elements of ``item_kinds`` only."""
+    elements as ``items`` says (:func:`_items_fit`)."""
     if not _kind_fits(text, kinds):
         return False
-    if item_kinds and text[0] == "[" and not _items_fit(text, item_kinds):
+    if items and text[0] == "[" and not _items_fit(text, items):
         return False
-    if enum is None:
-        return True
-    if complete:
-        try:
-            value = json.loads(text)
-        except ValueError:
-            return False
-        # JSON's equality: 1 and 1.0 are one number, true is not 1.
-        return any(value == e and json_type_of(value) == json_type_of(e) for e in enum)
-    return any(dump_json(e).startswith(text) for e in enum)
+    return enum is None or _among(text, complete, enum)
 
 
 def arguments_end(text: str, start: int, shape: ToolShape) -> int:
     """Scan the arguments object of a call to ``shape`` starting at ``start`` (its ``{``,
     after optional whitespace), as :func:`json_value_end` does, and hold it to the tool's
     schema too: every key one of the tool's parameters (any key when the schema lists none),
-    none twice; a top-level value of its declared JSON type (an array's elements too, when its
-    ``items`` declare one) and, with an ``enum``, among it;
+    none twice (nor in any nested object); a top-level value of its declared JSON type and,
+    with an ``enum``, among it; an array's elements as its schema says (:class:`ArrayItems`);
     no closing brace before every required parameter is written, no comma after the last
-    parameter. Returns the index after the object, :data:`INCOMPLETE` or :data:`INVALID`."""
+    parameter, no run of whitespace longer than :data:`MAX_WS`. Returns the index after the
+    object, :data:`INCOMPLETE` or :data:`INVALID`."""
     n = len(text)
     i = WS.match(text, start).end()  # type: ignore[union-attr]
     if i >= n:
@@ -359,7 +445,10 @@ def arguments_end(text: str, start: int, shape: ToolShape) -> int:
     expect = "first_key"  # first_key | key | colon | value | after
     i += 1
     while True:
-        i = WS.match(text, i).end()  # type: ignore[union-attr]
+        j = WS.match(text, i).end()  # type: ignore[union-attr]
+        if j - i > MAX_WS:
+            return INVALID
+        i = j
         if i >= n:
             return INCOMPLETE
         c = text[i]
@@ -387,7 +476,7 @@ def arguments_end(text: str, start: int, shape: ToolShape) -> int:
                 return INVALID
             i, expect = i + 1, "value"
         elif expect == "value":
-            end = json_value_end(text, i)
+            end = json_value_end(text, i, strict=True)
             if end == INVALID:
                 return INVALID
             complete = end >= 0
@@ -397,7 +486,7 @@ def arguments_end(text: str, start: int, shape: ToolShape) -> int:
                 complete,
                 shape.kinds.get(key, frozenset()),
                 shape.enums.get(key),
-                shape.item_kinds.get(key, frozenset()),
+                shape.items.get(key, _ANY_ITEMS),
             ):
                 return INVALID
             if not complete:

@@ -168,7 +168,9 @@ class SchemaSkeleton(CallSkeleton):
         """:meth:`well_formed`, with the arguments of a call to an offered tool held to its
         schema as well (:func:`~ooo_agent.formats._scan.arguments_end`: known keys, none
         twice, required ones before the closing brace, top-level values of the declared JSON
-        type and enum). A call naming no offered tool is held to well-formedness only."""
+        type and enum, array elements as ``items`` / ``maxItems`` / ``uniqueItems`` say, no
+        key twice in a nested object, whitespace runs bounded). A call naming no offered tool
+        is held to well-formedness only."""
         return self._shaped(generated, schema=True)
 
     def _shaped(self, generated: str, *, schema: bool) -> bool | None:

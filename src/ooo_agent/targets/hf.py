@@ -56,8 +56,8 @@ class HFTarget:
     ``constrain_names`` restricts every call's function name to the offered tools during
     decoding, ``constrain_json`` keeps every call's text a well-formed call,
     ``constrain_arguments`` (which implies ``constrain_json``) keeps every call's arguments to its
-    tool's schema: known keys, each once, the required ones, declared types and enums
-    (:mod:`ooo_agent.decoding.constraint`), in every mode alike: the modes then equal
+    tool's schema: known keys, each once, the required ones, declared types and enums, array
+    elements as ``items`` / ``maxItems`` / ``uniqueItems`` say (:mod:`ooo_agent.decoding.constraint`), in every mode alike: the modes then equal
     *constrained* greedy decoding token for token. Off by default (plain greedy decoding).
     """
 
