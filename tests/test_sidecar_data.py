@@ -399,7 +399,8 @@ def test_cli_labels_writes_and_resumes(tmp_path: Path, monkeypatch: pytest.Monke
     (source / "stats.json").write_text(json.dumps({"train_rows": 4, "eval_rows": 2}))
     targets: list[ReplayTarget] = []
 
-    def load(_args: Any) -> tuple[ReplayTarget, ChatMLTokenizer]:
+    def load(args: Any) -> tuple[ReplayTarget, ChatMLTokenizer]:
+        assert args.format == "hermes-description-first"  # the embedded target's preset
         targets.append(ReplayTarget(lambda r: OUTPUTS[r.messages[-1]["content"].strip()]))
         return targets[-1], ChatMLTokenizer()
 
@@ -411,6 +412,7 @@ def test_cli_labels_writes_and_resumes(tmp_path: Path, monkeypatch: pytest.Monke
     stats = json.loads((out / "stats.json").read_text())
     assert stats["train_requests"] == 2 and stats["eval_requests_labelled"] == 2
     assert stats["dropped"] == {"no call": 1, "invalid call": 1}
+    assert stats["target_format"] == "hermes-description-first"
     assert len(targets[0].requests) == 6
     # Run again: every label comes from labels.jsonl, the target is not asked.
     assert sidecar_data.main(argv) == 0

@@ -453,6 +453,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="label at most N training requests")
     parser.add_argument("--eval-examples", type=int, default=40, help="held-out requests at most")
     parser.add_argument("--mode", default="toolspec", choices=("vanilla", "toolspec"))
+    parser.add_argument(
+        "--format",
+        default="hermes-description-first",
+        help="the call format the target is prompted in; label with the one it runs with "
+        "(default: %(default)s, the embedded target's preset)",
+    )
     parser.add_argument("--max-new-tokens", type=int, default=192)
     parser.add_argument("--other-null-fraction", type=float, default=0.25)
     parser.add_argument("--token-budget", type=int, default=None, help="training tokens at most")
@@ -529,6 +535,8 @@ def _run(args: argparse.Namespace) -> int:
         index_rows_first=args.index_rows_first,
         index_only=args.index_only,
     )
+    stats["target_format"] = args.format
+    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(stats, indent=2))
     return 0
 
@@ -542,7 +550,7 @@ def _load_target(args: argparse.Namespace) -> tuple[Any, Any]:
         raise ValueError(f"{adapter} is not a LoRA adapter folder (no adapter_config.json)")
     model, tokenizer = load_base(args.base, cache_dir=args.cache_dir)
     model = attach_adapter(model, adapter, merge=True)
-    return HFTarget(model, tokenizer, "hermes", num_threads=args.threads), tokenizer
+    return HFTarget(model, tokenizer, args.format, num_threads=args.threads), tokenizer
 
 
 if __name__ == "__main__":
