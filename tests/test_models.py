@@ -279,6 +279,17 @@ def test_target_presets_carry_their_prompt_format() -> None:
         assert get_format(preset.format).name == preset.format  # every one resolves
 
 
+def test_sidecar_presets_carry_their_tool_listing() -> None:
+    from ooo_agent.models.presets import PRESETS, sidecar_tool_list
+    from ooo_agent.sidecar.rows import TOOL_LISTS
+
+    # The upstream adapter was trained on the published listing; a folder gets it too.
+    assert sidecar_tool_list("qwen3-0.6b-ooo-sidecar") == "signatures"
+    assert sidecar_tool_list("some/folder") == "signatures"
+    for preset in PRESETS.values():
+        assert preset.tool_list in TOOL_LISTS
+
+
 @pytest.mark.slow
 def test_from_preset_prompts_with_the_presets_format_unless_told_otherwise() -> None:
     from ooo_agent.errors import ModelNotAvailableError

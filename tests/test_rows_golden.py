@@ -8,11 +8,13 @@ import pytest
 
 from ooo_agent.sidecar.base import Hint
 from ooo_agent.sidecar.rows import (
+    DESCRIPTION_CHARS,
     SIDECAR_SYSTEM,
     assemble_hint,
     build_wave_rows,
     label_rows,
     render_dialogue,
+    tool_descriptions,
 )
 from ooo_agent.sidecar.slots import normalize_schema, slot_checker
 
@@ -204,3 +206,48 @@ def test_normalize_schema_is_recursive_and_pure() -> None:
     }
     assert schema["type"] == "dict"
     assert normalize_schema({"type": ["any", "int"]}) == {}
+
+
+# -- the described tool listing (WaveOptions.tool_list="described") -----------------------------
+
+
+def _described_tools(description: str) -> list[dict[str, Any]]:
+    tools = [dict(t, function=dict(t["function"])) for t in TOOLS]
+    tools[0]["function"]["description"] = description
+    return tools
+
+
+def test_described_listing_adds_each_description_to_the_index_and_direct_rows() -> None:
+    tools = _described_tools("Book a  table\nfor a party.")  # whitespace runs collapse
+    rows = build_wave_rows(MESSAGES, tools, direct_call=True, tool_list="described")
+    listing = "[0] name0(p1, p2): Book a table for a party.\n[1] name1(q1)"  # no description: bare
+    assert rows[0].messages[1]["content"] == FUNCTION_INDEX_USER.replace(
+        "[0] name0(p1, p2)\n[1] name1(q1)", listing
+    )
+    assert rows[-1].messages[1]["content"] == DIRECT_CALL_USER.replace(
+        "[0] name0(p1, p2)\n[1] name1(q1)", listing
+    )
+    # Argument rows are the published ones whatever the listing.
+    assert rows[2].messages[1]["content"] == ARGUMENT_P2_USER
+    plain = build_wave_rows(MESSAGES, tools, direct_call=True)
+    assert plain[0].messages[1]["content"] == FUNCTION_INDEX_USER
+
+
+def test_long_descriptions_are_cut_at_a_word() -> None:
+    word = "abcdefghi "  # 10 characters a word
+    rows = build_wave_rows(MESSAGES, _described_tools(word * 30), tool_list="described")
+    line = rows[0].messages[1]["content"].split("Available tools:\n")[1].splitlines()[0]
+    description = line.split(": ", 1)[1]
+    assert description.endswith("abcdefghi…")
+    assert len(description) <= DESCRIPTION_CHARS + 1
+    assert tool_descriptions(_described_tools("short one")) == ["short one", ""]
+
+
+def test_described_labels_answer_the_same_and_unknown_listings_fail() -> None:
+    call = ("name1", {"q1": ["a"]})
+    plain = label_rows(MESSAGES, TOOLS, call)
+    described = label_rows(MESSAGES, _described_tools("Books."), call, tool_list="described")
+    assert [a for _, a in plain] == [a for _, a in described]
+    assert [r.key for r, _ in plain] == [r.key for r, _ in described]
+    with pytest.raises(ValueError, match="tool_list"):
+        build_wave_rows(MESSAGES, TOOLS, tool_list="verbose")  # type: ignore[arg-type]

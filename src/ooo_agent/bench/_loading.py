@@ -208,6 +208,7 @@ def open_sidecar(
     follow_target: bool = True,
     follow_wait_s: float = 0.0,
     function_choice: str = "auto",
+    tool_list: str = "auto",
 ) -> Iterator[SidecarChoice]:
     """The sidecar named by ``spec``, stopped (process) when the block ends.
 
@@ -217,9 +218,11 @@ def open_sidecar(
     sidecar behind HTTP always gets every row in one request. ``follow_target`` and
     ``follow_wait_s`` are ``WaveOptions``' (every model-backed sidecar); ``function_choice``
     too (``scored`` only in this process: it needs the model's log-probabilities; ``auto``:
-    a preset's own choice in this process, else ``index``).
+    a preset's own choice in this process, else ``index``) and ``tool_list`` (``auto``: a
+    preset's own listing, else ``signatures``).
     """
     from ooo_agent.models.presets import function_choice as preset_choice
+    from ooo_agent.models.presets import sidecar_tool_list
     from ooo_agent.sidecar._wave import WaveOptions
 
     if function_choice == "auto":
@@ -231,6 +234,13 @@ def open_sidecar(
         follow_target=follow_target,
         follow_wait_s=follow_wait_s,
         function_choice=function_choice,  # type: ignore[arg-type]
+        # The listing the model was trained on, wherever it runs (an HTTP child gets the
+        # prompts this process builds).
+        tool_list=(
+            sidecar_tool_list(SIDECAR_PRESET if spec == "auto" else spec)
+            if tool_list == "auto"
+            else tool_list  # type: ignore[arg-type]
+        ),
     )
     from ooo_agent.bench.oracle import ORACLE_LABEL, OracleSidecar
     from ooo_agent.models.presets import PRESETS, adapter_base, load_tokenizer

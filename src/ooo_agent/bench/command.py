@@ -147,6 +147,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "the embedded sidecar), else index",
     )
     add(
+        "--sidecar-tool-list",
+        choices=("auto", "signatures", "described"),
+        default="auto",
+        help="how the sidecar's function-index and direct-call rows list the tools, as its "
+        "adapter was trained: signatures (the published format) or described (each with its "
+        "description); auto (default): the preset's own, else signatures",
+    )
+    add(
         "--constrain-names",
         action="store_true",
         help="every mode decodes with the function-name constraint (HFTarget("
@@ -300,7 +308,7 @@ async def _run(args: argparse.Namespace) -> int:
         dtype=_loading.resolve_sidecar_dtype(args.sidecar_dtype, device),
         schedule=args.sidecar_schedule, follow_target=args.sidecar_follow == "on",
         follow_wait_s=args.sidecar_follow_wait,
-        function_choice=args.sidecar_function_choice,
+        function_choice=args.sidecar_function_choice, tool_list=args.sidecar_tool_list,
     ) as choice:  # fmt: skip
         if choice.note:
             notes.append(choice.note)
@@ -386,6 +394,9 @@ async def _run(args: argparse.Namespace) -> int:
             "sidecar_follow_wait_s": args.sidecar_follow_wait,
             "sidecar_function_choice": getattr(
                 getattr(choice.sidecar, "options", None), "function_choice", None
+            ),
+            "sidecar_tool_list": getattr(
+                getattr(choice.sidecar, "options", None), "tool_list", None
             ),
             "constrain_names": args.constrain_names,
             "constrain_json": args.constrain_json,

@@ -23,6 +23,7 @@ from ooo_agent.models.presets import (
     load_preset,
     load_tokenizer,
     sidecar_dtype,
+    sidecar_tool_list,
     target_format,
 )
 from ooo_agent.models.smollm2 import (
@@ -54,6 +55,7 @@ __all__ = [
     "locate_gguf",
     "models_dir",
     "sidecar_dtype",
+    "sidecar_tool_list",
     "smollm2_dir",
     "target_format",
 ]

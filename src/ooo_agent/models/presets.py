@@ -50,6 +50,7 @@ __all__ = [
     "load_preset",
     "load_tokenizer",
     "sidecar_dtype",
+    "sidecar_tool_list",
     "target_format",
 ]
 
@@ -75,6 +76,9 @@ class Preset:
     function_choice: Literal["index", "scored"] = "index"
     """Sidecars: how ``HFSidecar.from_preset`` picks the tool by default
     (``WaveOptions.function_choice``)."""
+    tool_list: Literal["signatures", "described"] = "signatures"
+    """Sidecars: how the wave's function-index and direct-call rows list the tools, the format
+    the adapter was trained on (``WaveOptions.tool_list``)."""
     format: str = "hermes"
     """Targets: the call format ``HFTarget.from_preset`` prompts with by default."""
 
@@ -147,6 +151,13 @@ def function_choice(spec: str) -> Literal["index", "scored"]:
     ``function_choice``, ``index`` (the method as published) for anything else."""
     preset = PRESETS.get(spec)
     return preset.function_choice if preset is not None else "index"
+
+
+def sidecar_tool_list(spec: str) -> Literal["signatures", "described"]:
+    """How a sidecar named ``spec`` lists the tools by default: a preset's own ``tool_list``,
+    ``signatures`` (the published format) for anything else."""
+    preset = PRESETS.get(spec)
+    return preset.tool_list if preset is not None else "signatures"
 
 
 def target_format(spec: str) -> str:

@@ -16,7 +16,9 @@ from typing import Any, Literal
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
 from ooo_agent.sidecar.prompts import PromptTemplate
 from ooo_agent.sidecar.rows import (
+    TOOL_LISTS,
     SemanticRow,
+    ToolList,
     assemble_hint,
     build_wave_rows,
     parse_function_index,
@@ -78,6 +80,10 @@ class WaveOptions:
             function-index row asked — for a sidecar that learned to name tools but not to
             pick their index (the embedded SmolLM2 sidecar; docs/benchmarks.md). Needs the
             model's log-probabilities: in-process sidecars only.
+        tool_list: how the function-index and direct-call rows list the tools — the format the
+            sidecar model was trained on (:data:`~ooo_agent.sidecar.rows.ToolList`).
+            ``signatures`` (the published format, the upstream adapter's) or ``described``
+            (each tool's description after its signature: the embedded SmolLM2 sidecar).
     """
 
     ask_single_tool: bool = False
@@ -87,6 +93,7 @@ class WaveOptions:
     follow_target: bool = True
     follow_wait_s: float = 0.0
     function_choice: Literal["index", "scored"] = "index"
+    tool_list: ToolList = "signatures"
 
     def __post_init__(self) -> None:
         if self.max_rows is not None and self.max_rows < 1:
@@ -99,6 +106,8 @@ class WaveOptions:
             raise ValueError(
                 f"unknown function_choice {self.function_choice!r} (index or scored)"
             )
+        if self.tool_list not in TOOL_LISTS:
+            raise ValueError(f"unknown tool_list {self.tool_list!r} (signatures or described)")
 
 
 @dataclass
@@ -119,7 +128,9 @@ class WavePlan:
         cls, request: SidecarRequest, template: PromptTemplate, options: WaveOptions
     ) -> WavePlan:
         scored = options.function_choice == "scored"
-        rows = build_wave_rows(request.messages, request.tools, direct_call=scored)
+        rows = build_wave_rows(
+            request.messages, request.tools, direct_call=scored, tool_list=options.tool_list
+        )
         direct = rows.pop() if scored else None  # the direct-call row is scored, never asked
         known = None
         if len(request.tools) == 1 and not options.ask_single_tool:

@@ -133,7 +133,8 @@ class HFSidecar:
         """A sidecar from a named model preset (see ``ooo_agent.models``).
 
         ``dtype`` None: :func:`~ooo_agent.models.presets.sidecar_dtype` for ``device``. Without
-        ``options``, the preset's ``function_choice`` (``scored`` for the embedded sidecar).
+        ``options``, the preset's ``function_choice`` (``scored`` for the embedded sidecar) and
+        ``tool_list`` (the tool listing its adapter was trained on).
         """
         try:
             from ooo_agent.models import load_preset  # type: ignore[attr-defined,unused-ignore]
@@ -141,10 +142,12 @@ class HFSidecar:
             raise ModelNotAvailableError(
                 "model presets are not available in this installation (ooo_agent.models.load_preset)"
             ) from exc
-        from ooo_agent.models.presets import function_choice, sidecar_dtype
+        from ooo_agent.models.presets import function_choice, sidecar_dtype, sidecar_tool_list
 
         if "options" not in kwargs:
-            kwargs["options"] = WaveOptions(function_choice=function_choice(name))
+            kwargs["options"] = WaveOptions(
+                function_choice=function_choice(name), tool_list=sidecar_tool_list(name)
+            )
         loaded = load_preset(name, dtype=dtype or sidecar_dtype(device), device=device)
         if isinstance(loaded, tuple) and len(loaded) >= 2:
             model, tokenizer = loaded[0], loaded[1]

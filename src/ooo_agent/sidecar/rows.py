@@ -20,8 +20,11 @@ from typing import Any, Literal
 from ooo_agent.sidecar.base import Hint
 
 __all__ = [
+    "DESCRIPTION_CHARS",
     "SIDECAR_SYSTEM",
+    "TOOL_LISTS",
     "SemanticRow",
+    "ToolList",
     "assemble_hint",
     "build_wave_rows",
     "direct_call_prompt",
@@ -31,12 +34,24 @@ __all__ = [
     "parse_function_index",
     "parse_slot_value",
     "render_dialogue",
+    "tool_descriptions",
     "tool_signatures",
 ]
 
 SIDECAR_SYSTEM = "You are a helpful assistant. Answer the user's request using the available tools."
 
 RowKind = Literal["function_index", "argument_value", "direct_call"]
+
+ToolList = Literal["signatures", "described"]
+"""How the function-index and direct-call rows list the tools. ``signatures``: ``[0] name(p1, p2)``
+(the published format, what the upstream adapter reads). ``described``: each signature followed
+by ``: `` and the tool's description (its first :data:`DESCRIPTION_CHARS` characters, cut at a
+word) — for a small sidecar that cannot tell tools apart by their names alone (the embedded
+SmolLM2 sidecar; docs/benchmarks.md). Argument rows are the same in both."""
+
+TOOL_LISTS: tuple[ToolList, ...] = ("signatures", "described")
+
+DESCRIPTION_CHARS = 200
 
 
 @dataclass(frozen=True)
@@ -119,8 +134,30 @@ def tool_signatures(tools: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[
     return signatures
 
 
-def _indexed_tools(signatures: Sequence[tuple[str, list[str]]]) -> str:
-    return "\n".join(f"[{i}] {name}({', '.join(params)})" for i, (name, params) in enumerate(signatures))
+def tool_descriptions(tools: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Each OpenAI tool dict's description, whitespace collapsed and cut to
+    :data:`DESCRIPTION_CHARS` characters at a word boundary (``…`` marks a cut)."""
+    descriptions = []
+    for tool in tools:
+        function = tool.get("function", tool)
+        text = " ".join(str(function.get("description") or "").split())
+        if len(text) > DESCRIPTION_CHARS:
+            cut = text[:DESCRIPTION_CHARS].rsplit(" ", 1)[0] or text[:DESCRIPTION_CHARS]
+            text = cut.rstrip(" ,;:") + "…"
+        descriptions.append(text)
+    return descriptions
+
+
+def _indexed_tools(
+    signatures: Sequence[tuple[str, list[str]]], descriptions: Sequence[str] | None = None
+) -> str:
+    lines = []
+    for i, (name, params) in enumerate(signatures):
+        line = f"[{i}] {name}({', '.join(params)})"
+        if descriptions is not None and descriptions[i]:
+            line += f": {descriptions[i]}"
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _indexed_params(signatures: Sequence[tuple[str, list[str]]]) -> str:
@@ -131,9 +168,13 @@ def _indexed_params(signatures: Sequence[tuple[str, list[str]]]) -> str:
     )
 
 
-def function_index_prompt(dialogue: str, signatures: Sequence[tuple[str, list[str]]]) -> str:
+def function_index_prompt(
+    dialogue: str,
+    signatures: Sequence[tuple[str, list[str]]],
+    descriptions: Sequence[str] | None = None,
+) -> str:
     return (
-        f"{dialogue}\n\nAvailable tools:\n{_indexed_tools(signatures)}\n\n"
+        f"{dialogue}\n\nAvailable tools:\n{_indexed_tools(signatures, descriptions)}\n\n"
         "Which tool should be called? Respond with only the index number."
     )
 
@@ -149,9 +190,13 @@ def argument_prompt(
     )
 
 
-def direct_call_prompt(dialogue: str, signatures: Sequence[tuple[str, list[str]]]) -> str:
+def direct_call_prompt(
+    dialogue: str,
+    signatures: Sequence[tuple[str, list[str]]],
+    descriptions: Sequence[str] | None = None,
+) -> str:
     return (
-        f"{dialogue}\n\nAvailable tools:\n{_indexed_tools(signatures)}\n\n"
+        f"{dialogue}\n\nAvailable tools:\n{_indexed_tools(signatures, descriptions)}\n\n"
         "What is the complete tool call? Respond with a JSON object."
     )
 
@@ -172,18 +217,23 @@ def build_wave_rows(
     tools: Sequence[Mapping[str, Any]],
     *,
     direct_call: bool = False,
+    tool_list: ToolList = "signatures",
 ) -> list[SemanticRow]:
-    """The rows of one wave: the function-index row, then one row per (function, parameter)."""
+    """The rows of one wave: the function-index row, then one row per (function, parameter)
+    (``tool_list``: how the function-index and direct-call rows list the tools)."""
+    if tool_list not in TOOL_LISTS:
+        raise ValueError(f"unknown tool_list {tool_list!r} (signatures or described)")
     dialogue = render_dialogue(messages)
     signatures = tool_signatures(tools)
-    rows = [_row("function_index", function_index_prompt(dialogue, signatures))]
+    descriptions = tool_descriptions(tools) if tool_list == "described" else None
+    rows = [_row("function_index", function_index_prompt(dialogue, signatures, descriptions))]
     for index, (_, params) in enumerate(signatures):
         for param in params:
             rows.append(
                 _row("argument_value", argument_prompt(dialogue, signatures, index, param), index, param)
             )
     if direct_call:
-        rows.append(_row("direct_call", direct_call_prompt(dialogue, signatures)))
+        rows.append(_row("direct_call", direct_call_prompt(dialogue, signatures, descriptions)))
     return rows
 
 
@@ -191,6 +241,8 @@ def label_rows(
     messages: Sequence[Mapping[str, Any]],
     tools: Sequence[Mapping[str, Any]],
     call: tuple[str, Mapping[str, Any]],
+    *,
+    tool_list: ToolList = "signatures",
 ) -> list[tuple[SemanticRow, str]]:
     """Training pairs ``(row, answer)`` for a request whose correct call is ``call``."""
     name, arguments = call
@@ -199,7 +251,7 @@ def label_rows(
     if selected is None:
         return []
     labelled: list[tuple[SemanticRow, str]] = []
-    for row in build_wave_rows(messages, tools, direct_call=True):
+    for row in build_wave_rows(messages, tools, direct_call=True, tool_list=tool_list):
         if row.kind == "function_index":
             answer = str(selected)
         elif row.kind == "argument_value":

@@ -39,7 +39,7 @@ from rich.table import Table
 from ooo_agent.errors import DatasetError, ModelNotAvailableError, SidecarError
 from ooo_agent.sidecar._wave import WaveOptions, WaveReport
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
-from ooo_agent.sidecar.rows import SemanticRow, build_wave_rows
+from ooo_agent.sidecar.rows import SemanticRow, ToolList, build_wave_rows
 from ooo_agent.train._sidecar_labels import (
     Call,
     LabelledRequest,
@@ -92,7 +92,11 @@ def predict(
         report = sidecar.run_wave_sync(SidecarRequest(request.messages, request.tools), HintBox())
         answer = None
         if direct is not None:
-            row = build_wave_rows(request.messages, request.tools, direct_call=True)[-1]
+            options = getattr(sidecar, "options", None)
+            tool_list: ToolList = getattr(options, "tool_list", "signatures")
+            row = build_wave_rows(
+                request.messages, request.tools, direct_call=True, tool_list=tool_list
+            )[-1]
             answer = direct(row)
     except SidecarError:
         return SidecarPrediction(request.id, {}, Hint())
@@ -221,6 +225,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "likeliest to start a direct call (WaveOptions.function_choice); auto (default): the "
         "preset's own choice (scored for the embedded sidecar), else index",
     )
+    parser.add_argument(
+        "--tool-list",
+        choices=("auto", "signatures", "described"),
+        default="auto",
+        help="how the function-index and direct-call rows list the tools, as the adapter was "
+        "trained (WaveOptions.tool_list); auto (default): the preset's own, else signatures",
+    )
     parser.add_argument("--cache-dir", default=None, help="ooo-agent cache root")
     parser.add_argument(
         "--exclude-trained",
@@ -275,6 +286,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         "max_new_tokens": args.max_new_tokens,
         "direct_call": not args.no_direct,
         "function_choice": _function_choice(args),
+        "tool_list": _tool_list(args),
         "excluded_trained": excluded,
     }
     console.print(render_table(report))
@@ -291,6 +303,15 @@ def _function_choice(args: argparse.Namespace) -> Literal["index", "scored"]:
     from ooo_agent.models.presets import function_choice
 
     return function_choice(args.sidecar)
+
+
+def _tool_list(args: argparse.Namespace) -> Literal["signatures", "described"]:
+    """``--tool-list`` with ``auto`` resolved: the preset's own listing, else ``signatures``."""
+    if args.tool_list != "auto":
+        return cast(Literal["signatures", "described"], args.tool_list)
+    from ooo_agent.models.presets import sidecar_tool_list
+
+    return sidecar_tool_list(args.sidecar)
 
 
 def _load_sidecar(args: argparse.Namespace) -> tuple[Any, Path | None]:
@@ -311,7 +332,9 @@ def _load_sidecar(args: argparse.Namespace) -> tuple[Any, Path | None]:
     options = {
         "num_threads": args.threads,
         "max_new_tokens": args.max_new_tokens,
-        "options": WaveOptions(schedule="parallel", function_choice=_function_choice(args)),
+        "options": WaveOptions(
+            schedule="parallel", function_choice=_function_choice(args), tool_list=_tool_list(args)
+        ),
     }
     dtype = sidecar_dtype("cpu") if args.dtype == "auto" else getattr(torch, args.dtype)
     preset = PRESETS.get(args.sidecar)

@@ -52,7 +52,7 @@ from typing import Any
 
 from ooo_agent.errors import OooAgentError
 from ooo_agent.sidecar.prompts import PromptTemplate, template_from_tokenizer
-from ooo_agent.sidecar.rows import label_rows
+from ooo_agent.sidecar.rows import TOOL_LISTS, ToolList, label_rows
 from ooo_agent.train._sidecar_labels import (
     LabelledRequest,
     LabellingTarget,
@@ -108,6 +108,7 @@ def sidecar_rows(
     counts: RowCounts | None = None,
     single_tool_index: bool = False,
     index_permutations: int = 0,
+    tool_list: ToolList = "signatures",
 ) -> list[dict[str, str]]:
     """``{"prompt", "completion"}`` rows for the trainer from labelled requests.
 
@@ -125,6 +126,9 @@ def sidecar_rows(
     the request's own order), each answered with the called tool's new index. The wave asks the
     row in whatever order the request lists its tools; without these rows a small sidecar
     learns the position (``0`` is the most frequent answer) rather than the tool.
+
+    ``tool_list``: how the function-index and direct-call rows list the tools
+    (:data:`ooo_agent.sidecar.rows.ToolList`); the sidecar must be asked the same way.
     """
     return [
         row
@@ -139,6 +143,7 @@ def sidecar_rows(
             counts=counts,
             single_tool_index=single_tool_index,
             index_permutations=index_permutations,
+            tool_list=tool_list,
         )
     ]
 
@@ -155,6 +160,7 @@ def _kinded_rows(
     counts: RowCounts | None = None,
     single_tool_index: bool = False,
     index_permutations: int = 0,
+    tool_list: ToolList = "signatures",
 ) -> list[tuple[str, dict[str, str]]]:
     """:func:`sidecar_rows`, each row with its kind (``function_index_permuted`` for the
     reordered copies)."""
@@ -172,7 +178,9 @@ def _kinded_rows(
         selected = names.index(item.call[0]) if item.call[0] in names else None
         if selected is not None and len(names) > 1:
             for tools in _tool_orders(item.request.tools, index_permutations, orders_rng):
-                for row, answer in label_rows(item.request.messages, tools, item.call):
+                for row, answer in label_rows(
+                    item.request.messages, tools, item.call, tool_list=tool_list
+                ):
                     if row.kind == "function_index":
                         tally.by_kind["function_index_permuted"] += 1
                         rows.append(
@@ -184,7 +192,9 @@ def _kinded_rows(
                                 },
                             )
                         )
-        for row, answer in label_rows(item.request.messages, item.request.tools, item.call):
+        for row, answer in label_rows(
+            item.request.messages, item.request.tools, item.call, tool_list=tool_list
+        ):
             if row.kind == "direct_call" and not direct_call:
                 continue
             if row.kind == "function_index" and len(names) < 2 and not single_tool_index:
@@ -266,6 +276,7 @@ def build_sidecar_data(
     index_permutations: int = 0,
     index_rows_first: bool = False,
     index_only: bool = False,
+    tool_list: ToolList = "signatures",
 ) -> dict[str, Any]:
     """Write the sidecar's rows and labelled requests to ``out_dir``; returns the stats.
 
@@ -307,6 +318,7 @@ def build_sidecar_data(
             counts=item_counts,
             single_tool_index=False,
             index_permutations=index_permutations,
+            tool_list=tool_list,
         )
         if index_only:
             kinded = [(kind, row) for kind, row in kinded if kind in _INDEX_KINDS]
@@ -343,7 +355,11 @@ def build_sidecar_data(
     eval_rows = [
         row
         for kind, row in _kinded_rows(
-            evaluation, tokenizer, other_null_fraction=other_null_fraction, seed=seed
+            evaluation,
+            tokenizer,
+            other_null_fraction=other_null_fraction,
+            seed=seed,
+            tool_list=tool_list,
         )
         if not index_only or kind in _INDEX_KINDS
     ]
@@ -374,6 +390,7 @@ def build_sidecar_data(
         "index_permutations": index_permutations,
         "index_rows_first": index_rows_first,
         "index_only": index_only,
+        "tool_list": tool_list,
         "train_tokens": total_tokens,
         "target_vs_gold": {
             "train": gold_agreement(used_items),
@@ -480,6 +497,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="function-index rows only (training and evaluation rows): an epoch that trains "
         "the choice of tool alone",
     )
+    parser.add_argument(
+        "--tool-list",
+        choices=TOOL_LISTS,
+        default="signatures",
+        help="how the function-index and direct-call rows list the tools: signatures (the "
+        "published format) or described (each with its description); the sidecar is then "
+        "asked the same way (default: %(default)s)",
+    )
     parser.add_argument("--lenient", action="store_true", help="accept calls needing type fixes")
     parser.add_argument(
         "--no-decontaminate", action="store_true", help="skip the BFCL evaluation-name filter"
@@ -534,6 +559,7 @@ def _run(args: argparse.Namespace) -> int:
         index_permutations=args.index_permutations,
         index_rows_first=args.index_rows_first,
         index_only=args.index_only,
+        tool_list=args.tool_list,
     )
     stats["target_format"] = args.format
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
