@@ -512,3 +512,59 @@ def test_build_records_the_tool_listing(tmp_path: Path) -> None:
     prompts = [json.loads(line)["prompt"] for line in (tmp_path / "train.jsonl").open()]
     index_prompts = [p for p in prompts if "Which tool should be called?" in p]
     assert index_prompts and all("get_weather(city, days): get_weather tool" in p for p in index_prompts)
+
+
+def _direct_rows(rows: list[dict[str, str]]) -> list[tuple[list[str], str]]:
+    """(listed tool names, answer) of each direct-call row."""
+    out = []
+    for row in rows:
+        if "What is the complete tool call?" not in row["prompt"]:
+            continue
+        listing = row["prompt"].split("Available tools:\n")[1].split("\n\n")[0]
+        names = [line.split("] ")[1].split("(")[0] for line in listing.splitlines()]
+        out.append((names, row["completion"].removesuffix("<|im_end|>")))
+    return out
+
+
+def test_permuted_direct_rows_list_the_tools_in_the_index_rows_orders() -> None:
+    tools = [*TOOLS, _tool("get_news", {"topic": {"type": "string"}})]
+    item = LabelledRequest(_request(0, tools=tools), ("get_time", {"zone": "CET"}))
+    counts = RowCounts()
+    rows = sidecar_rows(
+        [item], ChatMLTokenizer(), index_permutations=3, permuted_direct=True, counts=counts
+    )
+    direct = _direct_rows(rows)
+    assert counts.by_kind["direct_call_permuted"] == 3 and len(direct) == 4
+    assert [names for names, _ in direct] == [names for names, _ in _index_rows(rows)]
+    answer = '{"name": "get_time", "parameters": {"zone": "CET"}}'
+    assert {a for _, a in direct} == {answer}  # the call does not depend on the order
+    plain = sidecar_rows([item], ChatMLTokenizer(), index_permutations=3)
+    assert len(_direct_rows(plain)) == 1  # without the flag only the request's own order
+
+
+def test_choice_only_keeps_the_rows_that_choose_the_tool(tmp_path: Path) -> None:
+    train = [_labelled(i, ("get_weather", {"city": "Paris"})) for i in range(4)]
+    evaluation = [_labelled(9, ("get_time", {"zone": "UTC"}))]
+    stats = build_sidecar_data(
+        tmp_path,
+        train,
+        evaluation,
+        ChatMLTokenizer(),
+        index_permutations=1,
+        permuted_direct=True,
+        choice_only=True,
+    )
+    assert set(stats["rows_by_kind"]) == {
+        "function_index",
+        "function_index_permuted",
+        "direct_call",
+        "direct_call_permuted",
+    }
+    assert stats["choice_only"] and stats["permuted_direct"]
+    for name in ("train.jsonl", "eval.jsonl"):
+        prompts = [json.loads(line)["prompt"] for line in (tmp_path / name).open()]
+        assert prompts and not any("Available tool parameters" in p for p in prompts)
+    with pytest.raises(ValueError, match="exclude each other"):
+        build_sidecar_data(
+            tmp_path, train, evaluation, ChatMLTokenizer(), index_only=True, choice_only=True
+        )

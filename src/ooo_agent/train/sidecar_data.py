@@ -109,6 +109,7 @@ def sidecar_rows(
     single_tool_index: bool = False,
     index_permutations: int = 0,
     tool_list: ToolList = "signatures",
+    permuted_direct: bool = False,
 ) -> list[dict[str, str]]:
     """``{"prompt", "completion"}`` rows for the trainer from labelled requests.
 
@@ -129,6 +130,10 @@ def sidecar_rows(
 
     ``tool_list``: how the function-index and direct-call rows list the tools
     (:data:`ooo_agent.sidecar.rows.ToolList`); the sidecar must be asked the same way.
+
+    ``permuted_direct``: each reordered listing also gives a direct-call row (kind
+    ``direct_call_permuted``, the same answer): the row whose start a scored tool choice
+    (``WaveOptions.function_choice="scored"``) reads, seen with the tools in other orders.
     """
     return [
         row
@@ -144,6 +149,7 @@ def sidecar_rows(
             single_tool_index=single_tool_index,
             index_permutations=index_permutations,
             tool_list=tool_list,
+            permuted_direct=permuted_direct,
         )
     ]
 
@@ -161,6 +167,7 @@ def _kinded_rows(
     single_tool_index: bool = False,
     index_permutations: int = 0,
     tool_list: ToolList = "signatures",
+    permuted_direct: bool = False,
 ) -> list[tuple[str, dict[str, str]]]:
     """:func:`sidecar_rows`, each row with its kind (``function_index_permuted`` for the
     reordered copies)."""
@@ -181,11 +188,14 @@ def _kinded_rows(
                 for row, answer in label_rows(
                     item.request.messages, tools, item.call, tool_list=tool_list
                 ):
-                    if row.kind == "function_index":
-                        tally.by_kind["function_index_permuted"] += 1
+                    if row.kind == "function_index" or (
+                        row.kind == "direct_call" and permuted_direct
+                    ):
+                        kind = f"{row.kind}_permuted"
+                        tally.by_kind[kind] += 1
                         rows.append(
                             (
-                                "function_index_permuted",
+                                kind,
                                 {
                                     "prompt": render(row.messages),
                                     "completion": answer + end_of_turn,
@@ -262,6 +272,7 @@ def _token_count(tokenizer: Any, text: str) -> int:
 
 
 _INDEX_KINDS = frozenset({"function_index", "function_index_permuted"})
+_CHOICE_KINDS = _INDEX_KINDS | {"direct_call", "direct_call_permuted"}
 
 
 def build_sidecar_data(
@@ -277,6 +288,8 @@ def build_sidecar_data(
     index_rows_first: bool = False,
     index_only: bool = False,
     tool_list: ToolList = "signatures",
+    permuted_direct: bool = False,
+    choice_only: bool = False,
 ) -> dict[str, Any]:
     """Write the sidecar's rows and labelled requests to ``out_dir``; returns the stats.
 
@@ -296,7 +309,13 @@ def build_sidecar_data(
     ``index_only``: the function-index rows (and their reordered copies) alone, in training and
     evaluation rows: an epoch that spends all its signal on choosing the tool, whose answer is
     one token among the thousands of argument-row tokens otherwise.
+
+    ``choice_only``: the rows that choose the tool, function-index and direct-call ones (and
+    their reordered copies, ``permuted_direct``), in training and evaluation rows: an epoch for
+    a sidecar that picks its tool by scoring the direct-call answer's start.
     """
+    if index_only and choice_only:
+        raise ValueError("index_only and choice_only exclude each other")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     counts = RowCounts()
@@ -319,9 +338,11 @@ def build_sidecar_data(
             single_tool_index=False,
             index_permutations=index_permutations,
             tool_list=tool_list,
+            permuted_direct=permuted_direct,
         )
-        if index_only:
-            kinded = [(kind, row) for kind, row in kinded if kind in _INDEX_KINDS]
+        if index_only or choice_only:
+            keep = _INDEX_KINDS if index_only else _CHOICE_KINDS
+            kinded = [(kind, row) for kind, row in kinded if kind in keep]
             item_counts = RowCounts()
         per_request.append((item, kinded, item_counts))
     if index_rows_first:
@@ -360,8 +381,9 @@ def build_sidecar_data(
             other_null_fraction=other_null_fraction,
             seed=seed,
             tool_list=tool_list,
+            permuted_direct=permuted_direct,
         )
-        if not index_only or kind in _INDEX_KINDS
+        if (not index_only or kind in _INDEX_KINDS) and (not choice_only or kind in _CHOICE_KINDS)
     ]
 
     _write_jsonl(out / "train.jsonl", train_rows)
@@ -391,6 +413,8 @@ def build_sidecar_data(
         "index_rows_first": index_rows_first,
         "index_only": index_only,
         "tool_list": tool_list,
+        "permuted_direct": permuted_direct,
+        "choice_only": choice_only,
         "train_tokens": total_tokens,
         "target_vs_gold": {
             "train": gold_agreement(used_items),
@@ -498,6 +522,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "the choice of tool alone",
     )
     parser.add_argument(
+        "--permuted-direct",
+        action="store_true",
+        help="each reordered listing (--index-permutations) also gives a direct-call row: the "
+        "row a scored tool choice reads",
+    )
+    parser.add_argument(
+        "--choice-only",
+        action="store_true",
+        help="function-index and direct-call rows only (training and evaluation rows): an "
+        "epoch that trains the choice of tool for a scored choice",
+    )
+    parser.add_argument(
         "--tool-list",
         choices=TOOL_LISTS,
         default="signatures",
@@ -560,6 +596,8 @@ def _run(args: argparse.Namespace) -> int:
         index_rows_first=args.index_rows_first,
         index_only=args.index_only,
         tool_list=args.tool_list,
+        permuted_direct=args.permuted_direct,
+        choice_only=args.choice_only,
     )
     stats["target_format"] = args.format
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
