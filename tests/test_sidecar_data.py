@@ -123,16 +123,21 @@ def test_training_prompts_are_the_prompts_the_wave_asks() -> None:
     assert rows[-1]["completion"] == '"CET"<|im_end|>'
 
 
-def _index_rows(rows: list[dict[str, str]]) -> list[tuple[list[str], str]]:
-    """(listed tool names, answer) of each function-index row."""
+def _listed_rows(rows: list[dict[str, str]], question: str) -> list[tuple[list[str], str]]:
+    """(listed tool names, answer) of each row asking ``question``."""
     out = []
     for row in rows:
-        if "Which tool should be called?" not in row["prompt"]:
+        if question not in row["prompt"]:
             continue
         listing = row["prompt"].split("Available tools:\n")[1].split("\n\n")[0]
         names = [line.split("] ")[1].split("(")[0] for line in listing.splitlines()]
         out.append((names, row["completion"].removesuffix("<|im_end|>")))
     return out
+
+
+def _index_rows(rows: list[dict[str, str]]) -> list[tuple[list[str], str]]:
+    """(listed tool names, answer) of each function-index row."""
+    return _listed_rows(rows, "Which tool should be called?")
 
 
 def test_index_permutations_list_the_tools_in_other_orders() -> None:
@@ -516,14 +521,7 @@ def test_build_records_the_tool_listing(tmp_path: Path) -> None:
 
 def _direct_rows(rows: list[dict[str, str]]) -> list[tuple[list[str], str]]:
     """(listed tool names, answer) of each direct-call row."""
-    out = []
-    for row in rows:
-        if "What is the complete tool call?" not in row["prompt"]:
-            continue
-        listing = row["prompt"].split("Available tools:\n")[1].split("\n\n")[0]
-        names = [line.split("] ")[1].split("(")[0] for line in listing.splitlines()]
-        out.append((names, row["completion"].removesuffix("<|im_end|>")))
-    return out
+    return _listed_rows(rows, "What is the complete tool call?")
 
 
 def test_permuted_direct_rows_list_the_tools_in_the_index_rows_orders() -> None:
