@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -636,6 +636,64 @@ def test_scored_choice_names_the_likeliest_tool_and_asks_only_its_rows(
     assert sorted(report.arrivals[1:]) == sorted(f"{chosen}.{p}" for p in params)
 
 
+def _direct_call_scores(sidecar: HFSidecar, model: Any, messages: Any) -> list[float]:
+    """Each tool name's direct-call start after ``messages``, every row scored alone."""
+    from ooo_agent.sidecar.rows import build_wave_rows, direct_call_start
+
+    template = template_from_tokenizer(sidecar.tokenizer)
+    prompt = template(build_wave_rows(messages, TOOLS, direct_call=True)[-1].messages)
+    base = sidecar.generator.encode(prompt)
+    scores = []
+    for tool in TOOLS:
+        start = direct_call_start(tool["function"]["name"])
+        full = sidecar.generator.encode(prompt + start)
+        if full[: len(base)] != base:
+            full = base + sidecar.generator.encode(start)
+        scores.append(_logprob_alone(model, full, len(full) - len(base)))
+    return scores
+
+
+def test_calibrated_choice_takes_out_each_names_content_free_prior(tokenizer: Any) -> None:
+    from ooo_agent.sidecar._wave import CONTENT_FREE_MESSAGES
+
+    request = SidecarRequest(MESSAGES, TOOLS)
+    differs = 0
+    for seed in range(6):
+        model = make_model("qwen3", len(tokenizer), seed=seed)
+        sidecar = HFSidecar(model, tokenizer, options=WaveOptions(function_choice="calibrated"))
+        plan = WavePlan.build(request, sidecar.template, sidecar.options)
+        assert "function" not in [row.key for row in plan.rows]
+        assert plan.calibration_prompt is not None and "N/A" in plan.calibration_prompt
+        scored = _direct_call_scores(sidecar, model, MESSAGES)
+        prior = _direct_call_scores(sidecar, model, list(CONTENT_FREE_MESSAGES))
+        calibrated = [s - p for s, p in zip(scored, prior, strict=True)]
+        assert abs(calibrated[0] - calibrated[1]) > 1e-3, "a near-tie would test noise"
+        chosen = max(range(2), key=calibrated.__getitem__)
+        differs += chosen != max(range(2), key=scored.__getitem__)
+
+        calls: list[int] = []
+        score = sidecar.generator.score
+
+        def counting(
+            *args: Any, _score: Any = score, _calls: list[int] = calls, **kwargs: Any
+        ) -> list[float]:
+            _calls.append(len(args[0]))
+            return cast(list[float], _score(*args, **kwargs))
+
+        sidecar.generator.score = counting  # type: ignore[method-assign]
+        report = anyio.run(sidecar.run_wave, request, HintBox())
+        assert report.answers["function"] == str(chosen)
+        assert report.hint.function == TOOLS[chosen]["function"]["name"]
+        assert calls == [2, 2]  # the request's names, then the tool set's prior
+        # The prior depends on the tools alone: another request with them reuses it.
+        other = [{"role": "user", "content": "And what time is it in Lima?"}]
+        anyio.run(sidecar.run_wave, SidecarRequest(other, TOOLS), HintBox())
+        assert calls == [2, 2, 2]
+    assert differs, "no seed where the prior changes the choice: the test shows nothing"
+    lone = WavePlan.build(SidecarRequest(MESSAGES, TOOLS[:1]), sidecar.template, sidecar.options)
+    assert lone.choice_prompt is None and lone.calibration_prompt is None  # nothing to choose
+
+
 def test_scored_choice_follows_the_target_and_is_refused_over_http(tokenizer: Any) -> None:
     from ooo_agent.sidecar.openai import OpenAISidecar
 
@@ -650,19 +708,20 @@ def test_scored_choice_follows_the_target_and_is_refused_over_http(tokenizer: An
     assert single.hint.function == "get_weather"  # one tool: nothing to score
     with pytest.raises(ValueError, match="function_choice"):
         WaveOptions(function_choice="guess")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="log-probabilities"):
-        OpenAISidecar("http://127.0.0.1:9", options=WaveOptions(function_choice="scored"))
+    for choice in ("scored", "calibrated"):
+        with pytest.raises(ValueError, match="log-probabilities"):
+            OpenAISidecar("http://127.0.0.1:9", options=WaveOptions(function_choice=choice))
 
 
 @pytest.mark.slow
-def test_the_embedded_sidecar_scores_tool_names_by_default() -> None:
+def test_the_embedded_sidecar_scores_calibrated_tool_names_by_default() -> None:
     from ooo_agent.models.presets import sidecar_tool_list
 
     try:
         sidecar = HFSidecar.from_preset("smollm2-135m-sidecar")
     except ModelNotAvailableError as exc:
         pytest.skip(f"embedded sidecar not available: {exc}")
-    assert sidecar.options.function_choice == "scored"
+    assert sidecar.options.function_choice == "calibrated"
     assert sidecar.options.tool_list == sidecar_tool_list("smollm2-135m-sidecar")
     messages = [{"role": "user", "content": "What time is it in Tokyo right now?"}]
     report = sidecar.run_wave_sync(SidecarRequest(messages, TOOLS), HintBox())

@@ -217,9 +217,9 @@ def open_sidecar(
     ``schedule`` is the in-process sidecar's row schedule (``WaveOptions.schedule``); a
     sidecar behind HTTP always gets every row in one request. ``follow_target`` and
     ``follow_wait_s`` are ``WaveOptions``' (every model-backed sidecar); ``function_choice``
-    too (``scored`` only in this process: it needs the model's log-probabilities; ``auto``:
-    a preset's own choice in this process, else ``index``) and ``tool_list`` (``auto``: a
-    preset's own listing, else ``signatures``).
+    too (``scored`` / ``calibrated`` only in this process: they need the model's
+    log-probabilities; ``auto``: a preset's own choice in this process, else ``index``) and
+    ``tool_list`` (``auto``: a preset's own listing, else ``signatures``).
     """
     from ooo_agent.models.presets import function_choice as preset_choice
     from ooo_agent.models.presets import sidecar_tool_list

@@ -139,11 +139,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--sidecar-function-choice",
-        choices=("auto", "index", "scored"),
+        choices=("auto", "index", "scored", "calibrated"),
         default="auto",
         help="how a local sidecar picks the tool: index answers the function-index row; "
         "scored picks the tool name it finds likeliest to start a direct call, one batched "
-        "forward (in this process only); auto (default): the preset's own choice (scored for "
+        "forward; calibrated does the same less each name's score for a content-free request "
+        "(both in this process only); auto (default): the preset's own choice (calibrated for "
         "the embedded sidecar), else index",
     )
     add(
@@ -225,10 +226,11 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
 
     if args.n < 1 or args.warmup < 0:
         raise CliError("--n must be >= 1 and --warmup >= 0")
-    if args.sidecar_function_choice == "scored" and args.sidecar_process:
+    if args.sidecar_function_choice in ("scored", "calibrated") and args.sidecar_process:
         raise CliError(
-            "--sidecar-function-choice scored needs the sidecar in this process (it scores "
-            "names with the model's log-probabilities); drop --sidecar-process"
+            f"--sidecar-function-choice {args.sidecar_function_choice} needs the sidecar in "
+            "this process (it scores names with the model's log-probabilities); drop "
+            "--sidecar-process"
         )
     if _constrained(args) and "hf-pld" in (args.modes or []):
         raise CliError(

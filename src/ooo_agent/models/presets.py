@@ -34,6 +34,8 @@ from ooo_agent.models.smollm2 import SMOLLM2_NAME, _as_dtype, ensure_smollm2, lo
 if TYPE_CHECKING:
     import torch
 
+    from ooo_agent.sidecar._wave import FunctionChoice
+
 __all__ = [
     "ADAPTERS_ENV",
     "PRESETS",
@@ -73,7 +75,7 @@ class Preset:
     train_command: str | None = None
     """The command that produces a shipped adapter (named when it is missing)."""
     description: str = ""
-    function_choice: Literal["index", "scored"] = "index"
+    function_choice: FunctionChoice = "index"
     """Sidecars: how ``HFSidecar.from_preset`` picks the tool by default
     (``WaveOptions.function_choice``)."""
     tool_list: Literal["signatures", "described"] = "signatures"
@@ -119,8 +121,9 @@ PRESETS: dict[str, Preset] = {
                 "ooo-agent train sidecar --data <rows.jsonl> --out adapters/smollm2-135m-sidecar"
             ),
             description="embedded sidecar: SmolLM2-135M-Instruct answering OoO-Spec semantic rows",
-            # It names tools far better than it picks their index (docs/benchmarks.md §2.0l).
-            function_choice="scored",
+            # It names tools far better than it picks their index (docs/benchmarks.md §2.0l),
+            # and better still once each name's content-free prior is taken out (§2.0s).
+            function_choice="calibrated",
         ),
         Preset(
             name="qwen3-0.6b-ooo-sidecar",
@@ -146,7 +149,7 @@ def get_preset(name: str) -> Preset:
         raise ModelNotAvailableError(f"unknown model preset {name!r}; known: {known}") from None
 
 
-def function_choice(spec: str) -> Literal["index", "scored"]:
+def function_choice(spec: str) -> FunctionChoice:
     """How a sidecar named ``spec`` picks its tool by default: a preset's own
     ``function_choice``, ``index`` (the method as published) for anything else."""
     preset = PRESETS.get(spec)

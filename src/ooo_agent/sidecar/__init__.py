@@ -14,7 +14,7 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
-from ooo_agent.sidecar._wave import WaveOptions, WaveReport
+from ooo_agent.sidecar._wave import FunctionChoice, WaveOptions, WaveReport
 from ooo_agent.sidecar.base import Hint, HintBox, Sidecar, SidecarRequest
 from ooo_agent.sidecar.openai import OpenAISidecar
 from ooo_agent.sidecar.prompts import PromptTemplate, chatml_prompt, template_from_tokenizer
@@ -39,6 +39,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "FunctionChoice",
     "HFSidecar",
     "Hint",
     "HintBox",

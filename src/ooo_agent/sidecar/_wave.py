@@ -27,7 +27,26 @@ from ooo_agent.sidecar.rows import (
 )
 from ooo_agent.sidecar.slots import SlotCheck, slot_checker
 
-__all__ = ["WaveAssembler", "WaveOptions", "WavePlan", "WaveReport"]
+__all__ = [
+    "CONTENT_FREE_MESSAGES",
+    "FUNCTION_CHOICES",
+    "FunctionChoice",
+    "WaveAssembler",
+    "WaveOptions",
+    "WavePlan",
+    "WaveReport",
+]
+
+FunctionChoice = Literal["index", "scored", "calibrated"]
+"""How a sidecar picks the tool when several are offered (:attr:`WaveOptions.function_choice`)."""
+
+FUNCTION_CHOICES: tuple[FunctionChoice, ...] = ("index", "scored", "calibrated")
+
+CONTENT_FREE_MESSAGES: tuple[Mapping[str, Any], ...] = ({"role": "user", "content": "N/A"},)
+"""The conversation ``function_choice="calibrated"`` scores the tool names under: a request
+that asks for nothing, so what each name scores there is the sidecar's prior for it (its
+position, its length, how common its words are) — the content-free input of contextual
+calibration (Zhao et al., 2021, "Calibrate Before Use")."""
 
 
 @dataclass
@@ -78,8 +97,12 @@ class WaveOptions:
             tool whose name the sidecar finds likeliest as the start of a direct-call answer
             (``{"name": "<tool>", "``), all names scored in one batched forward and no
             function-index row asked — for a sidecar that learned to name tools but not to
-            pick their index (the embedded SmolLM2 sidecar; docs/benchmarks.md). Needs the
-            model's log-probabilities: in-process sidecars only.
+            pick their index. ``calibrated``: as ``scored``, each name's score less what it
+            scores under a content-free request (:data:`CONTENT_FREE_MESSAGES`) with the same
+            tools — the sidecar's prior for a tool (its position, its words) no longer outvotes
+            the request (the embedded SmolLM2 sidecar; docs/benchmarks.md). The prior depends
+            only on the tools, so a backend computes it once per tool set. Both need the model's
+            log-probabilities: in-process sidecars only.
         tool_list: how the function-index and direct-call rows list the tools — the format the
             sidecar model was trained on (:data:`~ooo_agent.sidecar.rows.ToolList`).
             ``signatures`` (the published format, the upstream adapter's) or ``described``
@@ -92,7 +115,7 @@ class WaveOptions:
     schedule: Literal["auto", "parallel", "function-first"] = "auto"
     follow_target: bool = True
     follow_wait_s: float = 0.0
-    function_choice: Literal["index", "scored"] = "index"
+    function_choice: FunctionChoice = "index"
     tool_list: ToolList = "signatures"
 
     def __post_init__(self) -> None:
@@ -102,9 +125,10 @@ class WaveOptions:
             raise ValueError(f"follow_wait_s must be at least 0, not {self.follow_wait_s}")
         if self.schedule not in ("auto", "parallel", "function-first"):
             raise ValueError(f"unknown schedule {self.schedule!r}")
-        if self.function_choice not in ("index", "scored"):
+        if self.function_choice not in FUNCTION_CHOICES:
             raise ValueError(
-                f"unknown function_choice {self.function_choice!r} (index or scored)"
+                f"unknown function_choice {self.function_choice!r} "
+                f"({', '.join(FUNCTION_CHOICES)})"
             )
         if self.tool_list not in TOOL_LISTS:
             raise ValueError(f"unknown tool_list {self.tool_list!r} (signatures or described)")
@@ -120,14 +144,17 @@ class WavePlan:
     known_function: int | None = None
     """Tool index known without asking (a single offered tool), else None."""
     choice_prompt: str | None = None
-    """``function_choice="scored"``: the direct-call prompt whose answer's start is scored
-    for each tool name (the plan then has no function-index row)."""
+    """``function_choice="scored"`` or ``"calibrated"``: the direct-call prompt whose answer's
+    start is scored for each tool name (the plan then has no function-index row)."""
+    calibration_prompt: str | None = None
+    """``function_choice="calibrated"``: the same direct-call prompt for the content-free
+    request (:data:`CONTENT_FREE_MESSAGES`); each name's score there is subtracted."""
 
     @classmethod
     def build(
         cls, request: SidecarRequest, template: PromptTemplate, options: WaveOptions
     ) -> WavePlan:
-        scored = options.function_choice == "scored"
+        scored = options.function_choice in ("scored", "calibrated")
         rows = build_wave_rows(
             request.messages, request.tools, direct_call=scored, tool_list=options.tool_list
         )
@@ -136,13 +163,22 @@ class WavePlan:
         if len(request.tools) == 1 and not options.ask_single_tool:
             known = 0
             rows = [r for r in rows if r.kind != "function_index"]
-        choice = None
+        choice = calibration = None
         if known is None and direct is not None:
             rows = [r for r in rows if r.kind != "function_index"]
             choice = template(direct.messages)
+            if options.function_choice == "calibrated":
+                free = build_wave_rows(
+                    CONTENT_FREE_MESSAGES,
+                    request.tools,
+                    direct_call=True,
+                    tool_list=options.tool_list,
+                )[-1]
+                calibration = template(free.messages)
         if options.max_rows is not None:
             rows = rows[: options.max_rows]
-        return cls(request, rows, [template(r.messages) for r in rows], known, choice)
+        prompts = [template(r.messages) for r in rows]
+        return cls(request, rows, prompts, known, choice, calibration)
 
 
 @dataclass
@@ -199,7 +235,7 @@ class WaveAssembler:
         return self.plan.request.tools
 
     def choose(self, index: int) -> None:
-        """The tool chosen without a function-index row (``function_choice="scored"``)."""
+        """The tool chosen without a function-index row (``scored`` / ``calibrated`` choice)."""
         if not 0 <= index < len(self._tools):
             raise ValueError(f"tool index {index} outside 0..{len(self._tools) - 1}")
         with self._lock:

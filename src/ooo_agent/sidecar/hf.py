@@ -19,6 +19,7 @@ Example::
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,7 @@ from ooo_agent.sidecar.batch import GenerationCancelled, RowResult, SharedPrefix
 from ooo_agent.sidecar.prompts import PromptTemplate, template_from_tokenizer
 from ooo_agent.sidecar.rows import direct_call_start, parse_function_index, tool_signatures
 
-__all__ = ["ADAPTER_SUBFOLDERS", "HFSidecar"]
+__all__ = ["ADAPTER_SUBFOLDERS", "PRIOR_CACHE", "HFSidecar"]
 
 ADAPTER_SUBFOLDERS: dict[str, str] = {
     "ArisrrrX/OoO-Spec-sidecar-lora": "sidecar-lora-spaced",
@@ -41,6 +42,9 @@ ADAPTER_SUBFOLDERS: dict[str, str] = {
 """Default adapter subfolder of known multi-adapter repositories (``sidecar-lora`` selectable)."""
 
 _SUBFOLDER_CANDIDATES = ("sidecar-lora-spaced", "sidecar-lora")
+
+PRIOR_CACHE = 256
+"""Tool sets whose content-free name scores (``function_choice="calibrated"``) are kept."""
 
 
 class HFSidecar:
@@ -71,6 +75,8 @@ class HFSidecar:
         self.template = template or template_from_tokenizer(tokenizer)
         self.max_new_tokens = max_new_tokens
         self.options = options or WaveOptions()
+        self._priors: OrderedDict[str, list[float]] = OrderedDict()
+        self._priors_lock = threading.Lock()
 
     @property
     def model(self) -> Any:
@@ -133,7 +139,7 @@ class HFSidecar:
         """A sidecar from a named model preset (see ``ooo_agent.models``).
 
         ``dtype`` None: :func:`~ooo_agent.models.presets.sidecar_dtype` for ``device``. Without
-        ``options``, the preset's ``function_choice`` (``scored`` for the embedded sidecar) and
+        ``options``, the preset's ``function_choice`` (``calibrated`` for the embedded sidecar) and
         ``tool_list`` (the tool listing its adapter was trained on).
         """
         try:
@@ -210,20 +216,48 @@ class HFSidecar:
     def _choose(
         self, plan: WavePlan, assembler: WaveAssembler, cancel: threading.Event | None
     ) -> None:
-        """``function_choice="scored"``: the tool whose name starts the likeliest direct call."""
+        """``function_choice="scored"``: the tool whose name starts the likeliest direct call;
+        ``"calibrated"``: the likeliest after each name's content-free prior is subtracted."""
         assert plan.choice_prompt is not None
-        base = self.generator.encode(plan.choice_prompt)
+        names = [name for name, _ in tool_signatures(plan.request.tools)]
+        scores = self._name_scores(plan.choice_prompt, names, cancel)
+        if plan.calibration_prompt is not None:
+            prior = self._prior(plan.calibration_prompt, names, cancel)
+            scores = [score - p for score, p in zip(scores, prior, strict=True)]
+        assembler.choose(max(range(len(scores)), key=scores.__getitem__))
+
+    def _name_scores(
+        self, prompt: str, names: list[str], cancel: threading.Event | None
+    ) -> list[float]:
+        """Log-probability of each name's direct-call start after ``prompt``, one forward."""
+        base = self.generator.encode(prompt)
         sequences: list[list[int]] = []
         counts: list[int] = []
-        for name, _ in tool_signatures(plan.request.tools):
+        for name in names:
             start = direct_call_start(name)
-            full = self.generator.encode(plan.choice_prompt + start)
+            full = self.generator.encode(prompt + start)
             if full[: len(base)] != base:  # the answer's start merged into the prompt's end
                 full = base + self.generator.encode(start)
             sequences.append(full)
             counts.append(len(full) - len(base))
-        scores = self.generator.score(sequences, counts, cancel=cancel)
-        assembler.choose(max(range(len(scores)), key=scores.__getitem__))
+        return self.generator.score(sequences, counts, cancel=cancel)
+
+    def _prior(
+        self, prompt: str, names: list[str], cancel: threading.Event | None
+    ) -> list[float]:
+        """The names' scores under the content-free request: they depend on the tool set
+        alone, so each tool set's are computed once (the last :data:`PRIOR_CACHE` kept)."""
+        with self._priors_lock:
+            cached = self._priors.get(prompt)
+            if cached is not None:
+                self._priors.move_to_end(prompt)
+                return cached
+        prior = self._name_scores(prompt, names, cancel)
+        with self._priors_lock:
+            self._priors[prompt] = prior
+            while len(self._priors) > PRIOR_CACHE:
+                self._priors.popitem(last=False)
+        return prior
 
     def _generate(
         self, plan: WavePlan, assembler: WaveAssembler, cancel: threading.Event | None
@@ -283,7 +317,7 @@ def _function_first(
 def _chosen_first(
     plan: WavePlan, assembler: WaveAssembler
 ) -> tuple[list[int], Callable[[list[RowResult]], list[int]]]:
-    """The argument rows of the tool already chosen (``function_choice="scored"``) first;
+    """The argument rows of the tool already chosen (``scored`` / ``calibrated``) first;
     then, when the target has written another tool by then, that tool's rows."""
     asked = {assembler.function}
 

@@ -86,8 +86,9 @@ class OpenAISidecar:
         self.options = options or WaveOptions()
         if self.options.function_choice != "index":
             raise ValueError(
-                "function_choice='scored' needs the sidecar model's log-probabilities; an HTTP "
-                "sidecar answers the function-index row (use HFSidecar to score names)"
+                f"function_choice={self.options.function_choice!r} needs the sidecar model's "
+                "log-probabilities; an HTTP sidecar answers the function-index row (use "
+                "HFSidecar to score names)"
             )
         self.client = client
         self.extra_body = dict(extra_body or {})

@@ -37,7 +37,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ooo_agent.errors import DatasetError, ModelNotAvailableError, SidecarError
-from ooo_agent.sidecar._wave import WaveOptions, WaveReport
+from ooo_agent.sidecar._wave import FunctionChoice, WaveOptions, WaveReport
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
 from ooo_agent.sidecar.rows import SemanticRow, ToolList, build_wave_rows
 from ooo_agent.train._sidecar_labels import (
@@ -219,11 +219,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--function-choice",
-        choices=("auto", "index", "scored"),
+        choices=("auto", "index", "scored", "calibrated"),
         default="auto",
         help="index: the function-index row's answer; scored: the tool name the sidecar finds "
-        "likeliest to start a direct call (WaveOptions.function_choice); auto (default): the "
-        "preset's own choice (scored for the embedded sidecar), else index",
+        "likeliest to start a direct call; calibrated: the same less each name's score for a "
+        "content-free request (WaveOptions.function_choice); auto (default): the preset's own "
+        "choice (calibrated for the embedded sidecar), else index",
     )
     parser.add_argument(
         "--tool-list",
@@ -296,10 +297,10 @@ def run_from_args(args: argparse.Namespace) -> int:
     return 0
 
 
-def _function_choice(args: argparse.Namespace) -> Literal["index", "scored"]:
+def _function_choice(args: argparse.Namespace) -> FunctionChoice:
     """``--function-choice`` with ``auto`` resolved: the preset's own choice, else ``index``."""
     if args.function_choice != "auto":
-        return cast(Literal["index", "scored"], args.function_choice)
+        return cast(FunctionChoice, args.function_choice)
     from ooo_agent.models.presets import function_choice
 
     return function_choice(args.sidecar)
