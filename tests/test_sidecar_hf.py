@@ -714,14 +714,14 @@ def test_scored_choice_follows_the_target_and_is_refused_over_http(tokenizer: An
 
 
 @pytest.mark.slow
-def test_the_embedded_sidecar_scores_calibrated_tool_names_by_default() -> None:
+def test_the_embedded_sidecar_scores_tool_names_by_default() -> None:
     from ooo_agent.models.presets import sidecar_tool_list
 
     try:
         sidecar = HFSidecar.from_preset("smollm2-135m-sidecar")
     except ModelNotAvailableError as exc:
         pytest.skip(f"embedded sidecar not available: {exc}")
-    assert sidecar.options.function_choice == "calibrated"
+    assert sidecar.options.function_choice == "scored"
     assert sidecar.options.tool_list == sidecar_tool_list("smollm2-135m-sidecar")
     messages = [{"role": "user", "content": "What time is it in Tokyo right now?"}]
     report = sidecar.run_wave_sync(SidecarRequest(messages, TOOLS), HintBox())
@@ -729,3 +729,8 @@ def test_the_embedded_sidecar_scores_calibrated_tool_names_by_default() -> None:
     assert report.hint.function == "get_time", report.answers
     explicit = HFSidecar(sidecar.model, sidecar.tokenizer, options=WaveOptions())
     assert explicit.options.function_choice == "index"
+    calibrated = HFSidecar(
+        sidecar.model, sidecar.tokenizer, options=WaveOptions(function_choice="calibrated")
+    )
+    report = calibrated.run_wave_sync(SidecarRequest(messages, TOOLS), HintBox())
+    assert report.hint.function == "get_time", report.answers

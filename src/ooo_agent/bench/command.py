@@ -144,7 +144,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how a local sidecar picks the tool: index answers the function-index row; "
         "scored picks the tool name it finds likeliest to start a direct call, one batched "
         "forward; calibrated does the same less each name's score for a content-free request "
-        "(both in this process only); auto (default): the preset's own choice (calibrated for "
+        "(both in this process only); auto (default): the preset's own choice (scored for "
         "the embedded sidecar), else index",
     )
     add(

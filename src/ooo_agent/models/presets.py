@@ -121,9 +121,10 @@ PRESETS: dict[str, Preset] = {
                 "ooo-agent train sidecar --data <rows.jsonl> --out adapters/smollm2-135m-sidecar"
             ),
             description="embedded sidecar: SmolLM2-135M-Instruct answering OoO-Spec semantic rows",
-            # It names tools far better than it picks their index (docs/benchmarks.md §2.0l),
-            # and better still once each name's content-free prior is taken out (§2.0s).
-            function_choice="calibrated",
+            # It names tools far better than it picks their index (docs/benchmarks.md §2.0l).
+            # "calibrated" picks the target's tool more often still, but its second scoring
+            # pass costs as many target forwards as it saves on this CPU (§2.0s).
+            function_choice="scored",
         ),
         Preset(
             name="qwen3-0.6b-ooo-sidecar",

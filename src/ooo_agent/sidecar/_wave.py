@@ -100,9 +100,9 @@ class WaveOptions:
             pick their index. ``calibrated``: as ``scored``, each name's score less what it
             scores under a content-free request (:data:`CONTENT_FREE_MESSAGES`) with the same
             tools — the sidecar's prior for a tool (its position, its words) no longer outvotes
-            the request (the embedded SmolLM2 sidecar; docs/benchmarks.md). The prior depends
-            only on the tools, so a backend computes it once per tool set. Both need the model's
-            log-probabilities: in-process sidecars only.
+            the request (docs/benchmarks.md §2.0s). The prior depends only on the tools, so a
+            backend computes it once per tool set. Both need the model's log-probabilities:
+            in-process sidecars only.
         tool_list: how the function-index and direct-call rows list the tools — the format the
             sidecar model was trained on (:data:`~ooo_agent.sidecar.rows.ToolList`).
             ``signatures`` (the published format, the upstream adapter's) or ``described``

@@ -139,7 +139,7 @@ class HFSidecar:
         """A sidecar from a named model preset (see ``ooo_agent.models``).
 
         ``dtype`` None: :func:`~ooo_agent.models.presets.sidecar_dtype` for ``device``. Without
-        ``options``, the preset's ``function_choice`` (``calibrated`` for the embedded sidecar) and
+        ``options``, the preset's ``function_choice`` (``scored`` for the embedded sidecar) and
         ``tool_list`` (the tool listing its adapter was trained on).
         """
         try:

@@ -224,7 +224,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="index: the function-index row's answer; scored: the tool name the sidecar finds "
         "likeliest to start a direct call; calibrated: the same less each name's score for a "
         "content-free request (WaveOptions.function_choice); auto (default): the preset's own "
-        "choice (calibrated for the embedded sidecar), else index",
+        "choice (scored for the embedded sidecar), else index",
     )
     parser.add_argument(
         "--tool-list",
