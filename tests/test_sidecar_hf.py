@@ -603,39 +603,6 @@ def test_scores_equal_each_row_scored_alone(kind: str, split: bool, tokenizer: A
         gen.score(prompts, counts[:1])
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_scored_choice_names_the_likeliest_tool_and_asks_only_its_rows(
-    seed: int, tokenizer: Any
-) -> None:
-    from ooo_agent.sidecar.rows import build_wave_rows, direct_call_start
-
-    model = make_model("qwen3", len(tokenizer), seed=seed)
-    template = template_from_tokenizer(tokenizer)
-    options = WaveOptions(function_choice="scored")
-    sidecar = HFSidecar(model, tokenizer, options=options)
-    plan = WavePlan.build(SidecarRequest(MESSAGES, TOOLS), template, options)
-    assert "function" not in [row.key for row in plan.rows]  # no function-index row
-    # What the choice must be: each name's direct-call start scored by the model alone.
-    prompt = template(build_wave_rows(MESSAGES, TOOLS, direct_call=True)[-1].messages)
-    base = sidecar.generator.encode(prompt)
-    alone = []
-    for name in ("get_weather", "get_time"):
-        full = sidecar.generator.encode(prompt + direct_call_start(name))
-        if full[: len(base)] != base:  # this tokenizer merges the answer into the prompt
-            full = base + sidecar.generator.encode(direct_call_start(name))
-        alone.append(_logprob_alone(model, full, len(full) - len(base)))
-    chosen = max(range(2), key=alone.__getitem__)
-    assert abs(alone[0] - alone[1]) > 1e-3, "a near-tie would make the test depend on noise"
-
-    report = anyio.run(sidecar.run_wave, SidecarRequest(MESSAGES, TOOLS), HintBox())
-    assert report.answers["function"] == str(chosen)
-    assert report.hint.function == TOOLS[chosen]["function"]["name"]
-    # Function-first on the CPU: the choice, then only the chosen tool's argument rows.
-    params = list(TOOLS[chosen]["function"]["parameters"]["properties"])
-    assert report.arrivals[0] == "function"
-    assert sorted(report.arrivals[1:]) == sorted(f"{chosen}.{p}" for p in params)
-
-
 def _direct_call_scores(sidecar: HFSidecar, model: Any, messages: Any) -> list[float]:
     """Each tool name's direct-call start after ``messages``, every row scored alone."""
     from ooo_agent.sidecar.rows import build_wave_rows, direct_call_start
@@ -651,6 +618,30 @@ def _direct_call_scores(sidecar: HFSidecar, model: Any, messages: Any) -> list[f
             full = base + sidecar.generator.encode(start)
         scores.append(_logprob_alone(model, full, len(full) - len(base)))
     return scores
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_scored_choice_names_the_likeliest_tool_and_asks_only_its_rows(
+    seed: int, tokenizer: Any
+) -> None:
+    model = make_model("qwen3", len(tokenizer), seed=seed)
+    template = template_from_tokenizer(tokenizer)
+    options = WaveOptions(function_choice="scored")
+    sidecar = HFSidecar(model, tokenizer, options=options)
+    plan = WavePlan.build(SidecarRequest(MESSAGES, TOOLS), template, options)
+    assert "function" not in [row.key for row in plan.rows]  # no function-index row
+    # What the choice must be: each name's direct-call start scored by the model alone.
+    alone = _direct_call_scores(sidecar, model, MESSAGES)
+    chosen = max(range(2), key=alone.__getitem__)
+    assert abs(alone[0] - alone[1]) > 1e-3, "a near-tie would make the test depend on noise"
+
+    report = anyio.run(sidecar.run_wave, SidecarRequest(MESSAGES, TOOLS), HintBox())
+    assert report.answers["function"] == str(chosen)
+    assert report.hint.function == TOOLS[chosen]["function"]["name"]
+    # Function-first on the CPU: the choice, then only the chosen tool's argument rows.
+    params = list(TOOLS[chosen]["function"]["parameters"]["properties"])
+    assert report.arrivals[0] == "function"
+    assert sorted(report.arrivals[1:]) == sorted(f"{chosen}.{p}" for p in params)
 
 
 def test_calibrated_choice_takes_out_each_names_content_free_prior(tokenizer: Any) -> None:

@@ -316,6 +316,8 @@ def build_sidecar_data(
     """
     if index_only and choice_only:
         raise ValueError("index_only and choice_only exclude each other")
+    # The kinds of row kept (None: every kind).
+    keep = _INDEX_KINDS if index_only else _CHOICE_KINDS if choice_only else None
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     counts = RowCounts()
@@ -340,8 +342,7 @@ def build_sidecar_data(
             tool_list=tool_list,
             permuted_direct=permuted_direct,
         )
-        if index_only or choice_only:
-            keep = _INDEX_KINDS if index_only else _CHOICE_KINDS
+        if keep is not None:
             kinded = [(kind, row) for kind, row in kinded if kind in keep]
             item_counts = RowCounts()
         per_request.append((item, kinded, item_counts))
@@ -383,7 +384,7 @@ def build_sidecar_data(
             tool_list=tool_list,
             permuted_direct=permuted_direct,
         )
-        if (not index_only or kind in _INDEX_KINDS) and (not choice_only or kind in _CHOICE_KINDS)
+        if keep is None or kind in keep
     ]
 
     _write_jsonl(out / "train.jsonl", train_rows)
