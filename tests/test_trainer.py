@@ -13,7 +13,12 @@ pytest.importorskip("peft")
 transformers = pytest.importorskip("transformers")
 
 from ooo_agent.train import TrainConfig, read_rows, train_lora  # noqa: E402
-from ooo_agent.train._batches import IGNORE_INDEX, plan_epoch, tokenize_rows  # noqa: E402
+from ooo_agent.train._batches import (  # noqa: E402
+    IGNORE_INDEX,
+    decision_spans,
+    plan_epoch,
+    tokenize_rows,
+)
 from ooo_agent.train.trainer import _collate  # noqa: E402
 
 EOS = 3  # the byte tokenizer's end-of-turn id
@@ -25,12 +30,22 @@ class ByteTokenizer:
     pad_token_id = 0
     eos_token_id = EOS
 
-    def __call__(self, text: str, add_special_tokens: bool = False) -> dict[str, list[int]]:
+    def __call__(
+        self, text: str, add_special_tokens: bool = False, return_offsets_mapping: bool = False
+    ) -> dict[str, Any]:
         ids: list[int] = []
+        offsets: list[tuple[int, int]] = []
+        at = 0
         for part in text.split("<eot>"):
             ids.extend(b + 4 for b in part.encode("utf-8"))
+            offsets.extend((at + i, at + i + 1) for i in range(len(part)))  # ASCII text only
             ids.append(EOS)
-        return {"input_ids": ids[:-1]}
+            offsets.append((at + len(part), at + len(part) + 5))
+            at += len(part) + 5
+        out: dict[str, Any] = {"input_ids": ids[:-1]}
+        if return_offsets_mapping:
+            out["offset_mapping"] = offsets[:-1]
+        return out
 
 
 def tiny_model(seed: int = 0) -> Any:
@@ -93,7 +108,8 @@ def test_prompt_tokens_are_masked() -> None:
     examples, skipped = tokenize_rows(rows, tok, max_len=64)
     assert skipped == 0
     assert examples[0].prompt_len == 3 and examples[0].completion_len == 3
-    ids, attention, labels = _collate(examples, pad_id=0, device=torch.device("cpu"))
+    ids, attention, labels, weights = _collate(examples, pad_id=0, device=torch.device("cpu"))
+    assert weights is None  # unweighted rows: plain cross-entropy
     # row 0: 3 prompt tokens masked, then x, y, <eot>; the padding of row 0 is masked too
     assert (
         labels[0].tolist()
@@ -102,6 +118,73 @@ def test_prompt_tokens_are_masked() -> None:
     assert labels[1].tolist() == [IGNORE_INDEX] * 6 + [ord("z") + 4, EOS]
     assert attention[0].tolist() == [1] * 6 + [0, 0]
     assert ids[0, 6:].tolist() == [0, 0]
+
+
+CALL = '<tool_call>\n{"name": "f", "arguments": {"a": "x,}\\"y", "b": [1, 2]}}\n</tool_call><eot>'
+
+
+def test_decision_spans_are_keys_and_value_ends_outside_strings() -> None:
+    text = CALL.split("<eot>")[0]
+    marked = [text[start:end] for start, end in decision_spans(text)]
+    # keys with their quotes and the , / ] / } that end values (array elements too); the , }
+    # and the escaped quote inside the string value are not structure
+    assert marked == ['"name"', ",", '"arguments"', '"a"', ",", '"b"', ",", "]", "}", "}"]
+    assert decision_spans("no call here, just {prose") == []
+    assert decision_spans("plain, text } outside braces") == []
+
+
+def test_key_weight_weighs_the_call_structure_tokens_only() -> None:
+    tok = ByteTokenizer()
+    rows = [{"prompt": "p {a, b}: ", "completion": CALL}, {"prompt": "q", "completion": "no<eot>"}]
+    plain, _ = tokenize_rows(rows, tok, max_len=256)
+    weighted, _ = tokenize_rows(rows, tok, max_len=256, key_weight=3.0)
+    assert plain[0].weights is None and plain[0].weight_sum == plain[0].completion_len
+    assert [ex.input_ids for ex in weighted] == [ex.input_ids for ex in plain]
+    weights = weighted[0].weights
+    assert weights is not None and len(weights) == weighted[0].completion_len
+    completion = CALL.split("<eot>")[0]
+    heavy = "".join(c for c, w in zip(completion, weights, strict=False) if w == 3.0)
+    chars = sum(end - start for start, end in decision_spans(completion))
+    assert heavy == "".join(completion[s:e] for s, e in decision_spans(completion))
+    assert weighted[0].weight_sum == pytest.approx(weighted[0].completion_len + 2.0 * chars)
+    assert weighted[1].weights == (1.0, 1.0, 1.0)  # no braces in the answer: nothing weighed
+    with pytest.raises(ValueError, match="key_weight"):
+        TrainConfig(out_dir="x", key_weight=0)
+    assert TrainConfig(out_dir="x", key_weight=2.5).recipe()["key_weight"] == 2.5
+
+
+def test_weighted_loss_is_the_weighted_sum_of_token_losses(tmp_path: Path) -> None:
+    from ooo_agent.train.trainer import _loss_sum, _wrap_lora
+
+    rows = [
+        {"prompt": "p: ", "completion": CALL},
+        {"prompt": "long prompt: ", "completion": "ok<eot>"},
+    ]
+    plain, _ = tokenize_rows(rows, ByteTokenizer(), max_len=256)
+    weighted, _ = tokenize_rows(rows, ByteTokenizer(), max_len=256, key_weight=3.0)
+    model = _wrap_lora(tiny_model(), config(tmp_path, dropout=0.0, max_len=256))
+    cpu = torch.device("cpu")
+    with torch.no_grad():
+        ids, attention, labels, _ = _collate(plain, 0, cpu)
+        logits = model(input_ids=ids, attention_mask=attention).logits[:, :-1].float()
+        per_token = torch.nn.functional.cross_entropy(
+            logits.transpose(1, 2), labels[:, 1:], ignore_index=IGNORE_INDEX, reduction="none"
+        )
+        expected = 0.0
+        for row, ex in enumerate(weighted):
+            own = ex.weights or (1.0,) * ex.completion_len
+            span = per_token[row, ex.prompt_len - 1 : len(ex.input_ids) - 1]
+            expected += float((span * torch.tensor(own)).sum())
+        for keep_only in (True, False):
+            batched, n = _loss_sum(model, _collate(weighted, 0, cpu), keep_only)
+            single = sum(
+                float(_loss_sum(model, _collate([ex], 0, cpu), keep_only)[0]) for ex in weighted
+            )
+            unweighted, _ = _loss_sum(model, _collate(plain, 0, cpu), keep_only)
+            assert n == sum(ex.completion_len for ex in weighted)
+            assert float(batched) == pytest.approx(expected, rel=1e-4)
+            assert single == pytest.approx(expected, rel=1e-4)  # a mixed batch pads weights with 1
+            assert float(batched) > float(unweighted) * 1.05  # the weights really count
 
 
 def test_too_long_rows_are_skipped_and_bad_rows_rejected() -> None:

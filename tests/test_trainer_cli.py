@@ -83,6 +83,32 @@ def test_cli_trains_and_writes_adapter_card_and_report(
         assert str(tmp_path) not in text  # no folder of this machine in what ships
 
 
+def test_cli_key_weight_reaches_the_run_and_its_card(tmp_path: Path) -> None:
+    base = _tiny_base(tmp_path / "base")
+    data = tmp_path / "calls.jsonl"
+    with data.open("w") as handle:
+        for i in range(8):
+            call = json.dumps({"name": "f", "arguments": {"n": i % 3}})
+            answer = f"<tool_call>\n{call}\n</tool_call>"
+            handle.write(json.dumps({"prompt": f"user: {i}\nassistant: ", "completion": answer}))
+            handle.write("\n")
+    outs = {}
+    for weight in ("1", "4"):
+        out = tmp_path / f"adapter{weight}"
+        argv = [
+            "train", "target", "--data", str(data), "--out", str(out), "--base", str(base),
+            "--r", "4", "--alpha", "8", "--lr", "0.02", "--batch", "2", "--accum", "2",
+            "--max-len", "128", "--eval-fraction", "0.25", "--no-progress", "--key-weight", weight,
+        ]  # fmt: skip
+        assert main(argv) == 0
+        outs[weight] = json.loads((out / "train_report.json").read_text())
+        card = (out / "README.md").read_text()
+        assert ("value-ending , / } / ] weigh 4" in card) == (weight == "4")
+    # Same rows, same seed: only the weights differ, so the runs' losses do too.
+    assert outs["1"]["train_history"] != outs["4"]["train_history"]
+    assert main(["train", "target", "--data", str(data), "--out", "x", "--key-weight", "0"]) == 2
+
+
 def test_cli_reports_bad_data_without_a_traceback(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -4,6 +4,10 @@ A row is ``{"prompt": str, "completion": str}``: the prompt is already templated
 prompt included) and the completion is exactly what the model must write, end-of-turn marker
 included. Prompt and completion are tokenized separately and concatenated, so the boundary
 is exact; only completion tokens carry a loss.
+
+A run may weigh some completion tokens more (``key_weight``): those of a call's JSON keys and
+of the ``,`` / ``}`` / ``]`` that end each value (:func:`decision_spans`) — where the model
+decides which argument comes next, or that none does. Every other completion token weighs 1.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 __all__ = [
     "IGNORE_INDEX",
     "Example",
+    "decision_spans",
     "plan_epoch",
     "read_rows",
     "rows_fingerprint",
@@ -34,10 +39,17 @@ class Example:
 
     input_ids: tuple[int, ...]
     prompt_len: int
+    weights: tuple[float, ...] | None = None
+    """Loss weight of each completion token (``None``: all 1)."""
 
     @property
     def completion_len(self) -> int:
         return len(self.input_ids) - self.prompt_len
+
+    @property
+    def weight_sum(self) -> float:
+        """The completion tokens' summed loss weight (their count when unweighted)."""
+        return float(self.completion_len) if self.weights is None else float(sum(self.weights))
 
     def labels(self) -> list[int]:
         """``IGNORE_INDEX`` on prompt tokens, the token itself on completion tokens."""
@@ -78,10 +90,59 @@ def rows_fingerprint(rows: Sequence[Mapping[str, str]]) -> str:
     return digest.hexdigest()[:16]
 
 
+def decision_spans(text: str) -> list[tuple[int, int]]:
+    """Character spans ``[start, end)`` of every JSON object key (quotes included) and of every
+    ``,`` / ``}`` / ``]`` outside strings inside a ``{...}`` in ``text``: the tokens after
+    which, or at which, the writer decides what comes next (another argument or element, or
+    the end). Text outside braces (a format's markers, prose) has none. Strings are read with
+    their escapes, so a ``}`` or a ``"`` inside a value is never taken for structure."""
+    spans: list[tuple[int, int]] = []
+    depth, i, n = 0, 0, len(text)
+    while i < n:
+        char = text[i]
+        if char == '"' and depth > 0:
+            end = i + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            end = min(end + 1, n)
+            after = end
+            while after < n and text[after] in " \t\r\n":
+                after += 1
+            if after < n and text[after] == ":":
+                spans.append((i, end))
+            i = end
+            continue
+        if char == "{":
+            depth += 1
+        elif char in ",}]" and depth > 0:
+            spans.append((i, i + 1))
+            if char == "}":
+                depth -= 1
+        i += 1
+    return spans
+
+
+def _decision_weights(
+    tokenizer: Any, completion: str, ids: Sequence[int], weight: float
+) -> tuple[float, ...]:
+    """``weight`` for each completion token that overlaps a :func:`decision_spans` span."""
+    encoded = tokenizer(completion, add_special_tokens=False, return_offsets_mapping=True)
+    offsets = encoded["offset_mapping"]
+    if list(encoded["input_ids"]) != list(ids):
+        raise ValueError("the tokenizer's offsets do not match its tokens for this completion")
+    marked = bytearray(len(completion))
+    for start, end in decision_spans(completion):
+        marked[start:end] = b"\x01" * (end - start)
+    return tuple(weight if any(marked[start:end]) else 1.0 for start, end in offsets)
+
+
 def tokenize_rows(
-    rows: Iterable[Mapping[str, Any]], tokenizer: Any, max_len: int
+    rows: Iterable[Mapping[str, Any]], tokenizer: Any, max_len: int, key_weight: float = 1.0
 ) -> tuple[list[Example], int]:
-    """Tokenize rows; returns the examples and how many were skipped as longer than max_len."""
+    """Tokenize rows; returns the examples and how many were skipped as longer than max_len.
+
+    ``key_weight`` other than 1 gives each example per-token weights (:func:`decision_spans`);
+    it needs a tokenizer that reports offsets (a "fast" one)."""
     examples: list[Example] = []
     skipped = 0
     for index, raw in enumerate(rows):
@@ -94,7 +155,10 @@ def tokenize_rows(
         if len(ids) > max_len:
             skipped += 1  # truncating would cut the completion or the instructions: drop it
             continue
-        examples.append(Example(ids, len(prompt_ids)))
+        weights = None
+        if key_weight != 1.0:
+            weights = _decision_weights(tokenizer, row["completion"], completion_ids, key_weight)
+        examples.append(Example(ids, len(prompt_ids), weights))
     return examples, skipped
 
 

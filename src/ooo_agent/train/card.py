@@ -27,6 +27,13 @@ def _sampled(history: list[tuple[int, float]], points: int = 12) -> list[tuple[i
     return [*picked, history[-1]]
 
 
+def _objective_text(config: TrainConfig) -> str:
+    text = "completion-only causal cross-entropy (prompt tokens masked)"
+    if config.key_weight != 1.0:
+        text += f"; a call's keys and value-ending , / }} / ] weigh {config.key_weight:g}"
+    return text
+
+
 def _init_text(config: TrainConfig) -> str:
     if config.init_adapter is None:
         return "fresh LoRA (B = 0)"
@@ -58,7 +65,7 @@ def render_card(config: TrainConfig, report: TrainReport) -> str:
         f"| LoRA r / alpha / dropout | {config.r} / {config.alpha} / {config.dropout} |",
         f"| initialisation | {_init_text(config)} |",
         f"| target modules | {', '.join(config.target_modules)} |",
-        "| objective | completion-only causal cross-entropy (prompt tokens masked) |",
+        f"| objective | {_objective_text(config)} |",
         f"| epochs | {config.epochs} |",
         f"| effective batch | {config.effective_batch} ({config.batch_size} × {config.grad_accum} accumulation) |",
         f"| peak LR / schedule | {config.lr:g} / cosine, {config.warmup_ratio:.0%} warmup |",

@@ -55,6 +55,11 @@ class TrainConfig:
     max_grad_norm: float = 1.0
     max_len: int = 2048
     """Rows whose prompt + completion exceed this many tokens are skipped (and counted)."""
+    key_weight: float = 1.0
+    """Loss weight of the completion tokens that shape a call — its JSON keys and the ``,`` /
+    ``}`` / ``]`` after each value, where the model picks the next argument or ends the call —;
+    every other completion token weighs 1. The loss is normalised by the summed weight.
+    1 (the default): plain cross-entropy. The held-out loss is always unweighted."""
     seed: int = 31082027
     dtype: DType = "auto"
     """Compute dtype of the base weights: ``auto`` = bf16 on a GPU that supports it, else fp32."""
@@ -123,6 +128,8 @@ class TrainConfig:
         for name, value in {"eval_every": self.eval_every, "save_every": self.save_every}.items():
             if not isinstance(value, int) or value < 0:
                 raise ValueError(f"TrainConfig.{name} must be an integer >= 0, got {value!r}")
+        if not (isinstance(self.key_weight, (int, float)) and self.key_weight > 0):
+            raise ValueError(f"TrainConfig.key_weight must be > 0, got {self.key_weight!r}")
         if not self.lr > 0:
             raise ValueError(f"TrainConfig.lr must be > 0, got {self.lr!r}")
         if not 0.0 <= self.dropout < 1.0:
@@ -162,6 +169,7 @@ class TrainConfig:
             "weight_decay",
             "max_grad_norm",
             "max_len",
+            "key_weight",
             "seed",
             "group_by_length",
         )

@@ -95,6 +95,13 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--accum", type=int, help=f"gradient accumulation (seed: {d.grad_accum})")
     parser.add_argument("--warmup", type=float, help=f"warmup fraction (seed: {d.warmup_ratio})")
     parser.add_argument("--max-len", type=int, help=f"seed: {d.max_len}")
+    parser.add_argument(
+        "--key-weight",
+        type=float,
+        help="loss weight of a call's JSON keys and of the , / } / ] after each value, where the "
+        f"model picks the next argument or ends the call (seed: {d.key_weight:g}, plain "
+        "cross-entropy)",
+    )
     parser.add_argument("--seed", type=int, default=d.seed)
     parser.add_argument(
         "--dtype", choices=("auto", "float32", "bfloat16", "float16"), help=f"seed: {d.dtype}"
@@ -250,6 +257,7 @@ def _build_config(
         grad_accum=_pick(args, recipe, "accum", d.grad_accum),
         warmup_ratio=_pick(args, recipe, "warmup", d.warmup_ratio),
         max_len=_pick(args, recipe, "max_len", d.max_len),
+        key_weight=_pick(args, recipe, "key_weight", d.key_weight),
         seed=args.seed,
         dtype=_pick(args, recipe, "dtype", d.dtype),
         save_dtype=args.save_dtype,

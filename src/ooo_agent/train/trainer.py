@@ -116,20 +116,32 @@ def _warm_start(model: Any, config: TrainConfig) -> Any:
     return peft_model
 
 
-def _collate(
-    examples: Sequence[Example], pad_id: int, device: torch.device
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Right-padded ``input_ids``, ``attention_mask`` and ``labels`` for one micro-batch."""
+Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]
+
+
+def _collate(examples: Sequence[Example], pad_id: int, device: torch.device) -> Batch:
+    """Right-padded ``input_ids``, ``attention_mask``, ``labels`` and (when any example is
+    weighted) per-token loss ``weights`` for one micro-batch."""
     width = max(len(ex.input_ids) for ex in examples)
     input_ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
     labels = torch.full((len(examples), width), IGNORE_INDEX, dtype=torch.long)
     attention = torch.zeros((len(examples), width), dtype=torch.long)
+    weighted = any(ex.weights is not None for ex in examples)
+    weights = torch.zeros((len(examples), width)) if weighted else None
     for row, ex in enumerate(examples):
         n = len(ex.input_ids)
         input_ids[row, :n] = torch.tensor(ex.input_ids)
         labels[row, ex.prompt_len : n] = input_ids[row, ex.prompt_len : n]
         attention[row, :n] = 1
-    return input_ids.to(device), attention.to(device), labels.to(device)
+        if weights is not None:
+            own = ex.weights if ex.weights is not None else (1.0,) * ex.completion_len
+            weights[row, ex.prompt_len : n] = torch.tensor(own)
+    return (
+        input_ids.to(device),
+        attention.to(device),
+        labels.to(device),
+        None if weights is None else weights.to(device),
+    )
 
 
 def _accepts_logits_to_keep(model: Any) -> bool:
@@ -140,12 +152,12 @@ def _accepts_logits_to_keep(model: Any) -> bool:
         return False
 
 
-def _loss_sum(
-    model: Any, batch: tuple[torch.Tensor, torch.Tensor, torch.Tensor], keep_only: bool
-) -> tuple[torch.Tensor, int]:
-    """Summed cross-entropy over completion tokens, and how many there were."""
-    input_ids, attention, labels = batch
+def _loss_sum(model: Any, batch: Batch, keep_only: bool) -> tuple[torch.Tensor, int]:
+    """Summed (weighted, when the batch has weights) cross-entropy over completion tokens,
+    and how many tokens there were."""
+    input_ids, attention, labels, weights = batch
     targets = labels[:, 1:]
+    token_weights = None if weights is None else weights[:, 1:]
     if keep_only:
         # Project only the positions that predict a completion token: on a small model the
         # vocabulary head is a large share of the compute, and prompts are long.
@@ -154,16 +166,20 @@ def _loss_sum(
             input_ids=input_ids, attention_mask=attention, logits_to_keep=positions, use_cache=False
         ).logits
         targets = targets[:, positions]
+        if token_weights is not None:
+            token_weights = token_weights[:, positions]
     else:
         logits = model(input_ids=input_ids, attention_mask=attention, use_cache=False).logits
         logits = logits[:, :-1]
-    loss = F.cross_entropy(
+    losses = F.cross_entropy(
         logits.float().reshape(-1, logits.shape[-1]),
         targets.reshape(-1),
         ignore_index=IGNORE_INDEX,
-        reduction="sum",
+        reduction="none",
     )
-    return loss, int((targets != IGNORE_INDEX).sum())
+    if token_weights is not None:
+        losses = losses * token_weights.reshape(-1)
+    return losses.sum(), int((targets != IGNORE_INDEX).sum())
 
 
 @torch.no_grad()
@@ -250,7 +266,7 @@ def train_lora(
     if config.num_threads is not None:
         torch.set_num_threads(config.num_threads)
     device, dtype = _device_and_dtype(config)
-    examples, skipped = tokenize_rows(rows, tokenizer, config.max_len)
+    examples, skipped = tokenize_rows(rows, tokenizer, config.max_len, config.key_weight)
     eval_examples, _ = tokenize_rows(eval_rows or (), tokenizer, config.max_len)
     if not examples:
         raise ValueError(f"no training rows fit in max_len={config.max_len} tokens")
@@ -328,15 +344,17 @@ def train_lora(
                     continue  # done before the checkpoint we resumed from (or past max_steps)
                 group_examples = [[examples[i] for i in batch] for batch in group]
                 group_tokens = sum(ex.completion_len for b in group_examples for ex in b)
+                group_weight = sum(ex.weight_sum for b in group_examples for ex in b)
                 step_loss = 0.0
-                # The loss is summed and divided by the group's token count, so running a
-                # micro-batch as single examples gives the same gradient without padding.
+                # The loss is summed and divided by the group's token count (its summed weight
+                # under key_weight), so running a micro-batch as single examples gives the
+                # same gradient without padding.
                 pieces = (
                     [[ex] for b in group_examples for ex in b] if per_example else group_examples
                 )
                 for batch in pieces:
                     loss, _ = _loss_sum(model, _collate(batch, pad_id, device), keep_only)
-                    (loss / group_tokens).backward()  # type: ignore[no-untyped-call]
+                    (loss / group_weight).backward()  # type: ignore[no-untyped-call]
                     step_loss += float(loss.detach())
                 if config.max_grad_norm > 0:
                     torch.nn.utils.clip_grad_norm_(params.values(), config.max_grad_norm)
@@ -346,7 +364,7 @@ def train_lora(
                 optimizer.zero_grad(set_to_none=True)
                 step += 1
                 tokens_seen += group_tokens
-                mean_loss = step_loss / group_tokens
+                mean_loss = step_loss / group_weight
                 train_history.append((step, mean_loss))
                 progress.step(
                     step, mean_loss, lr, sum(len(ex.input_ids) for b in group_examples for ex in b)
