@@ -175,6 +175,25 @@ def test_identity_mismatch_fails_after_writing_the_report(
     assert rows["toolspec"]["identity"] == 0.0
 
 
+def test_required_values_reach_a_local_sidecar_and_stay_lossless(
+    setup: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model_dir, _ = setup
+    out = tmp_path / "out"
+    extra = ("--sidecar", str(model_dir), "--modes", "vanilla,ooo")
+    assert _bench(setup, out, *extra, "--sidecar-required-values", "on") == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["settings"]["sidecar_required_values"] is True
+    assert {m["mode"]: m for m in summary["modes"]}["ooo"]["identity"] == 1.0
+    assert _bench(setup, tmp_path / "off", *extra) == 0  # auto: a folder is no preset: off
+    summary = json.loads((tmp_path / "off" / "summary.json").read_text())
+    assert summary["settings"]["sidecar_required_values"] is False
+    for where in (("--sidecar-process",), ("--sidecar", "http://127.0.0.1:9")):
+        status = _bench(setup, tmp_path / "no", *extra, *where, "--sidecar-required-values", "on")
+        assert status != 0
+        assert "in this process" in capsys.readouterr().err
+
+
 def test_ooo_without_a_sidecar_is_a_clear_error(
     setup: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

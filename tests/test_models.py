@@ -290,6 +290,16 @@ def test_sidecar_presets_carry_their_tool_listing() -> None:
         assert preset.tool_list in TOOL_LISTS
 
 
+def test_only_the_embedded_sidecar_steers_required_values_by_default() -> None:
+    from ooo_agent.models.presets import sidecar_required_values
+
+    # Measured on the embedded sidecar (docs/benchmarks.md §2.0t); the upstream adapter and
+    # any folder keep the method as published.
+    assert sidecar_required_values("smollm2-135m-sidecar") is True
+    assert sidecar_required_values("qwen3-0.6b-ooo-sidecar") is False
+    assert sidecar_required_values("some/folder") is False
+
+
 @pytest.mark.slow
 def test_from_preset_prompts_with_the_presets_format_unless_told_otherwise() -> None:
     from ooo_agent.errors import ModelNotAvailableError

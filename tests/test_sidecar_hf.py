@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from pathlib import Path
@@ -185,6 +186,24 @@ def test_bad_arguments(tokenizer: Any) -> None:
         SharedPrefixGenerator(gen.model, tokenizer, num_threads=0)
     assert gen.generate([]) == []
     assert gen.generate([[1, 2]], max_new_tokens=0)[0].token_ids == []
+
+
+def test_first_token_bans_take_the_likeliest_other_token(tokenizer: Any) -> None:
+    model = make_model("llama", len(tokenizer))
+    gen = SharedPrefixGenerator(model, tokenizer)
+    prompts = _distinct_rows(gen, tokenizer)[:3]
+    free = gen.generate(prompts, max_new_tokens=3)
+    banned_token = free[1].token_ids[0]
+    results = gen.generate(prompts, max_new_tokens=3, first_token_bans={1: [banned_token]})
+    with torch.no_grad():
+        logits = model(torch.tensor([prompts[1]])).logits[0, -1]
+    ranked = logits.argsort(descending=True).tolist()
+    assert ranked[0] == banned_token
+    assert results[1].token_ids[0] == ranked[1]  # the runner-up, then free decoding
+    for row in (0, 2):
+        assert results[row].token_ids == free[row].token_ids  # rows without bans untouched
+    with pytest.raises(ValueError, match="first_token_bans"):
+        gen.generate(prompts, first_token_bans={5: [banned_token]})
 
 
 # -- HFSidecar ---------------------------------------------------------------------------
@@ -685,6 +704,38 @@ def test_calibrated_choice_takes_out_each_names_content_free_prior(tokenizer: An
     assert lone.choice_prompt is None and lone.calibration_prompt is None  # nothing to choose
 
 
+def test_required_values_keep_a_required_parameters_row_from_answering_null(
+    tokenizer: Any,
+) -> None:
+    from ooo_agent.sidecar.openai import OpenAISidecar
+
+    tool = _tool("get_weather", {"city": {"type": "string"}, "days": {"type": "integer"}})
+    tool["function"]["parameters"]["required"] = ["city"]
+    request = SidecarRequest(MESSAGES, [tool])
+    null = tokenizer("null", add_special_tokens=False)["input_ids"]
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    script = dict(itertools.pairwise(null)) | {null[-1]: end}
+    answers = {}
+    for required_values in (False, True):
+        # Every row's likeliest answer is `null`, then the end of the turn.
+        model = ScriptedLM(make_model("qwen3", len(tokenizer)), script, null[0])
+        options = WaveOptions(required_values=required_values)
+        sidecar = HFSidecar(model, tokenizer, options=options)
+        answers[required_values] = anyio.run(sidecar.run_wave, request, HintBox()).answers
+    assert answers[False] == {"function": "0", "0.city": "null", "0.days": "null"}
+    assert answers[True]["0.days"] == "null"  # optional: null stays a possible answer
+    city = answers[True]["0.city"]
+    assert city and not city.startswith("n"), city  # required: never null, nor empty
+    banned = set(sidecar.null_token_ids())
+    stops = set(sidecar.generator.stop_token_ids)
+    assert null[0] in banned and stops <= banned
+    for token in banned - stops:
+        text = tokenizer.decode([token]).strip()
+        assert not text or "null".startswith(text) or text.startswith("null"), text
+    with pytest.raises(ValueError, match="required_values"):
+        OpenAISidecar("http://127.0.0.1:9", options=WaveOptions(required_values=True))
+
+
 def test_scored_choice_follows_the_target_and_is_refused_over_http(tokenizer: Any) -> None:
     from ooo_agent.sidecar.openai import OpenAISidecar
 
@@ -714,6 +765,7 @@ def test_the_embedded_sidecar_scores_tool_names_by_default() -> None:
         pytest.skip(f"embedded sidecar not available: {exc}")
     assert sidecar.options.function_choice == "scored"
     assert sidecar.options.tool_list == sidecar_tool_list("smollm2-135m-sidecar")
+    assert sidecar.options.required_values is True
     messages = [{"role": "user", "content": "What time is it in Tokyo right now?"}]
     report = sidecar.run_wave_sync(SidecarRequest(messages, TOOLS), HintBox())
     assert report.arrivals[0] == "function"

@@ -209,6 +209,7 @@ def open_sidecar(
     follow_wait_s: float = 0.0,
     function_choice: str = "auto",
     tool_list: str = "auto",
+    required_values: str = "auto",
 ) -> Iterator[SidecarChoice]:
     """The sidecar named by ``spec``, stopped (process) when the block ends.
 
@@ -219,16 +220,20 @@ def open_sidecar(
     ``follow_wait_s`` are ``WaveOptions``' (every model-backed sidecar); ``function_choice``
     too (``scored`` / ``calibrated`` only in this process: they need the model's
     log-probabilities; ``auto``: a preset's own choice in this process, else ``index``) and
-    ``tool_list`` (``auto``: a preset's own listing, else ``signatures``).
+    ``tool_list`` (``auto``: a preset's own listing, else ``signatures``) and
+    ``required_values`` (``on`` / ``off``; ``auto``: a preset's own setting in this process,
+    else off — it steers the sidecar's own decoding).
     """
     from ooo_agent.models.presets import function_choice as preset_choice
-    from ooo_agent.models.presets import sidecar_tool_list
+    from ooo_agent.models.presets import sidecar_required_values, sidecar_tool_list
     from ooo_agent.sidecar._wave import WaveOptions
 
     if function_choice == "auto":
         # Scoring needs the model's log-probabilities: only a sidecar in this process.
         own = preset_choice(SIDECAR_PRESET if spec == "auto" else spec)
         function_choice = "index" if process else own
+    own_required = sidecar_required_values(SIDECAR_PRESET if spec == "auto" else spec)
+    steer = required_values == "on" or (required_values == "auto" and own_required)
     options = WaveOptions(
         schedule=schedule,  # type: ignore[arg-type]
         follow_target=follow_target,
@@ -241,6 +246,7 @@ def open_sidecar(
             if tool_list == "auto"
             else tool_list  # type: ignore[arg-type]
         ),
+        required_values=steer and not process and not spec.startswith(("http://", "https://")),
     )
     from ooo_agent.bench.oracle import ORACLE_LABEL, OracleSidecar
     from ooo_agent.models.presets import PRESETS, adapter_base, load_tokenizer

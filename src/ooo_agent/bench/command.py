@@ -156,6 +156,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "description); auto (default): the preset's own, else signatures",
     )
     add(
+        "--sidecar-required-values",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="on: a local sidecar's row for a required parameter may not answer null "
+        "(WaveOptions.required_values; in this process only); auto (default): the preset's "
+        "own setting, else off",
+    )
+    add(
         "--constrain-names",
         action="store_true",
         help="every mode decodes with the function-name constraint (HFTarget("
@@ -231,6 +239,12 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
             f"--sidecar-function-choice {args.sidecar_function_choice} needs the sidecar in "
             "this process (it scores names with the model's log-probabilities); drop "
             "--sidecar-process"
+        )
+    remote = str(args.sidecar).startswith(("http://", "https://"))
+    if args.sidecar_required_values == "on" and (args.sidecar_process or remote):
+        raise CliError(
+            "--sidecar-required-values on steers the sidecar's own decoding: it needs the "
+            "sidecar model in this process (not --sidecar-process, not an HTTP sidecar)"
         )
     if _constrained(args) and "hf-pld" in (args.modes or []):
         raise CliError(
@@ -311,6 +325,7 @@ async def _run(args: argparse.Namespace) -> int:
         schedule=args.sidecar_schedule, follow_target=args.sidecar_follow == "on",
         follow_wait_s=args.sidecar_follow_wait,
         function_choice=args.sidecar_function_choice, tool_list=args.sidecar_tool_list,
+        required_values=args.sidecar_required_values,
     ) as choice:  # fmt: skip
         if choice.note:
             notes.append(choice.note)
@@ -399,6 +414,9 @@ async def _run(args: argparse.Namespace) -> int:
             ),
             "sidecar_tool_list": getattr(
                 getattr(choice.sidecar, "options", None), "tool_list", None
+            ),
+            "sidecar_required_values": getattr(
+                getattr(choice.sidecar, "options", None), "required_values", None
             ),
             "constrain_names": args.constrain_names,
             "constrain_json": args.constrain_json,

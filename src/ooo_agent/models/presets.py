@@ -81,6 +81,9 @@ class Preset:
     tool_list: Literal["signatures", "described"] = "signatures"
     """Sidecars: how the wave's function-index and direct-call rows list the tools, the format
     the adapter was trained on (``WaveOptions.tool_list``)."""
+    required_values: bool = False
+    """Sidecars: whether a required parameter's row may not answer null by default
+    (``WaveOptions.required_values``)."""
     format: str = "hermes"
     """Targets: the call format ``HFTarget.from_preset`` prompts with by default."""
 
@@ -125,6 +128,8 @@ PRESETS: dict[str, Preset] = {
             # "calibrated" picks the target's tool more often still, but its second scoring
             # pass costs as many target forwards as it saves on this CPU (§2.0s).
             function_choice="scored",
+            # A required parameter's row gives a value, never null (§2.0t).
+            required_values=True,
         ),
         Preset(
             name="qwen3-0.6b-ooo-sidecar",
@@ -162,6 +167,13 @@ def sidecar_tool_list(spec: str) -> Literal["signatures", "described"]:
     ``signatures`` (the published format) for anything else."""
     preset = PRESETS.get(spec)
     return preset.tool_list if preset is not None else "signatures"
+
+
+def sidecar_required_values(spec: str) -> bool:
+    """Whether a sidecar named ``spec`` answers a required parameter's row with a value by
+    default: a preset's own ``required_values``, else False (the method as published)."""
+    preset = PRESETS.get(spec)
+    return preset.required_values if preset is not None else False
 
 
 def target_format(spec: str) -> str:

@@ -107,6 +107,11 @@ class WaveOptions:
             sidecar model was trained on (:data:`~ooo_agent.sidecar.rows.ToolList`).
             ``signatures`` (the published format, the upstream adapter's) or ``described``
             (each tool's description after its signature: the embedded SmolLM2 sidecar).
+        required_values: the argument row of a *required* parameter may not answer ``null``
+            (its first token is never one that starts ``null``): the target writes every
+            required argument, so only a value can match it, and the sidecar's likeliest value
+            is asked for instead of a null that leaves the slot empty. Needs control over
+            the sidecar's decoding: in-process sidecars only.
     """
 
     ask_single_tool: bool = False
@@ -117,6 +122,7 @@ class WaveOptions:
     follow_wait_s: float = 0.0
     function_choice: FunctionChoice = "index"
     tool_list: ToolList = "signatures"
+    required_values: bool = False
 
     def __post_init__(self) -> None:
         if self.max_rows is not None and self.max_rows < 1:

@@ -28,7 +28,7 @@ import contextlib
 import copy
 import inspect
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -169,6 +169,7 @@ class SharedPrefixGenerator:
         cancel: threading.Event | None = None,
         first: Sequence[int] = (),
         then: Callable[[list[RowResult]], Iterable[int]] | None = None,
+        first_token_bans: Mapping[int, Collection[int]] | None = None,
     ) -> list[RowResult]:
         """Greedy answers for ``prompts`` (token ids), in prompt order.
 
@@ -178,6 +179,9 @@ class SharedPrefixGenerator:
         which other rows to run next, and is asked again after each such phase until it names
         no row that has not run — rows never named come back ``skipped``. Every row's answer
         is what it would be alone: phases only change when rows run.
+
+        ``first_token_bans`` maps a row to token ids its answer may not start with (the
+        greedy first token is then the likeliest of the others; later tokens are free).
         """
         if max_new_tokens < 0:
             raise ValueError(f"max_new_tokens must be >= 0, not {max_new_tokens}")
@@ -192,6 +196,10 @@ class SharedPrefixGenerator:
 
         with self._lock, _torch_threads(self.num_threads), torch.inference_mode():
             run = _Run(self, prompts, max_new_tokens, stop_strings, on_row, cancel)
+            bans = {i: list(b) for i, b in (first_token_bans or {}).items() if b}
+            if any(not 0 <= i < len(prompts) for i in bans):
+                raise ValueError(f"'first_token_bans' names rows outside 0..{len(prompts) - 1}")
+            run.first_bans = bans
             return run.run(first, then)
 
     def score(
@@ -262,6 +270,7 @@ class _Run:
         self.active: list[int] = []
         self.keep: Any = None
         self.next_pos: Any = None
+        self.first_bans: dict[int, list[int]] = {}
 
     def run(
         self,
@@ -344,12 +353,13 @@ class _Run:
         cache: Any,
         *,
         every_position: bool = False,
+        bans: Sequence[Sequence[int]] | None = None,
     ) -> Any:
         """One forward; ``keep`` ``[B, K]`` marks the key columns each row may see.
 
-        Returns each row's greedy next token; with ``every_position``, the ``[B, T, ...]``
-        outputs of every position instead (hidden states before the head when the head runs
-        apart, else logits).
+        Returns each row's greedy next token (never one of ``bans[b]`` for row ``b``); with
+        ``every_position``, the ``[B, T, ...]`` outputs of every position instead (hidden
+        states before the head when the head runs apart, else logits).
         """
         import torch
 
@@ -377,9 +387,15 @@ class _Run:
             return self.model(**inputs).logits
         if self.head is not None:
             hidden = self.decoder(**inputs).last_hidden_state[:, -1, :]
-            return self.head(hidden).argmax(dim=-1)
-        output = self.model(**inputs, logits_to_keep=1)
-        return output.logits[:, -1, :].argmax(dim=-1)
+            logits = self.head(hidden)
+        else:
+            logits = self.model(**inputs, logits_to_keep=1).logits[:, -1, :]
+        if bans is not None and any(bans):
+            logits = logits.clone()
+            for row, banned in enumerate(bans):
+                if banned:
+                    logits[row, list(banned)] = float("-inf")
+        return logits.argmax(dim=-1)
 
     def _prefill_prefix(self, prefix_len: int, rows: int) -> Any:
         """The shared prefix's KV cache, repeated for ``rows`` rows."""
@@ -404,7 +420,8 @@ class _Run:
         self.active = list(rows)
         self.keep = keep
         self.next_pos = torch.tensor([len(self.prompts[i]) for i in rows], device=self.device)
-        return self._forward(ids, keep, positions, cache)
+        bans = [self.first_bans.get(i, []) for i in rows]
+        return self._forward(ids, keep, positions, cache, bans=bans)
 
     def _suffix_batch(self, prefix_len: int, rows: list[int]) -> tuple[Any, Any, Any]:
         """Input ids, key mask and positions of the rows' suffixes, left-padded into holes

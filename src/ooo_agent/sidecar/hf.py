@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +77,7 @@ class HFSidecar:
         self.options = options or WaveOptions()
         self._priors: OrderedDict[str, list[float]] = OrderedDict()
         self._priors_lock = threading.Lock()
+        self._null_ids: list[int] | None = None
 
     @property
     def model(self) -> Any:
@@ -139,8 +140,8 @@ class HFSidecar:
         """A sidecar from a named model preset (see ``ooo_agent.models``).
 
         ``dtype`` None: :func:`~ooo_agent.models.presets.sidecar_dtype` for ``device``. Without
-        ``options``, the preset's ``function_choice`` (``scored`` for the embedded sidecar) and
-        ``tool_list`` (the tool listing its adapter was trained on).
+        ``options``, the preset's ``function_choice`` (``scored`` for the embedded sidecar),
+        ``tool_list`` (the tool listing its adapter was trained on) and ``required_values``.
         """
         try:
             from ooo_agent.models import load_preset  # type: ignore[attr-defined,unused-ignore]
@@ -148,11 +149,18 @@ class HFSidecar:
             raise ModelNotAvailableError(
                 "model presets are not available in this installation (ooo_agent.models.load_preset)"
             ) from exc
-        from ooo_agent.models.presets import function_choice, sidecar_dtype, sidecar_tool_list
+        from ooo_agent.models.presets import (
+            function_choice,
+            sidecar_dtype,
+            sidecar_required_values,
+            sidecar_tool_list,
+        )
 
         if "options" not in kwargs:
             kwargs["options"] = WaveOptions(
-                function_choice=function_choice(name), tool_list=sidecar_tool_list(name)
+                function_choice=function_choice(name),
+                tool_list=sidecar_tool_list(name),
+                required_values=sidecar_required_values(name),
             )
         loaded = load_preset(name, dtype=dtype or sidecar_dtype(device), device=device)
         if isinstance(loaded, tuple) and len(loaded) >= 2:
@@ -242,9 +250,7 @@ class HFSidecar:
             counts.append(len(full) - len(base))
         return self.generator.score(sequences, counts, cancel=cancel)
 
-    def _prior(
-        self, prompt: str, names: list[str], cancel: threading.Event | None
-    ) -> list[float]:
+    def _prior(self, prompt: str, names: list[str], cancel: threading.Event | None) -> list[float]:
         """The names' scores under the content-free request: they depend on the tool set
         alone, so each tool set's are computed once (the last :data:`PRIOR_CACHE` kept)."""
         with self._priors_lock:
@@ -279,11 +285,51 @@ class HFSidecar:
                 cancel=cancel,
                 first=first,
                 then=then,
+                first_token_bans=self._required_bans(plan),
             )
         except GenerationCancelled:
             raise
         except Exception as exc:
             raise SidecarError(f"sidecar generation failed: {type(exc).__name__}: {exc}") from exc
+
+    def _required_bans(self, plan: WavePlan) -> dict[int, list[int]] | None:
+        """``options.required_values``: for each row of a required parameter, the tokens
+        that would start ``null``."""
+        if not self.options.required_values:
+            return None
+        bans: dict[int, list[int]] = {}
+        for i, row in enumerate(plan.rows):
+            if row.kind != "argument_value" or row.function_index is None:
+                continue
+            if row.param in _required_parameters(plan.request.tools[row.function_index]):
+                bans[i] = self.null_token_ids()
+        return bans
+
+    def null_token_ids(self) -> list[int]:
+        """Ids of the tokens a required parameter's answer may not start with: those an
+        answer ``null`` can start with (the stripped text a non-empty prefix of ``null``, or
+        starting with it: ``n``, `` null``…), blank ones (a blank start could still lead to
+        ``null``) and the end-of-turn tokens (an empty answer is no value either)."""
+        if self._null_ids is None:
+            tokenizer = self.generator.tokenizer
+            found = set(self.generator.stop_token_ids)
+            for token_id in range(len(tokenizer)):
+                raw = tokenizer.decode([token_id])
+                text = raw.strip()
+                if (raw and not text) or (
+                    text and ("null".startswith(text) or text.startswith("null"))
+                ):
+                    found.add(token_id)
+            self._null_ids = sorted(found)
+        return self._null_ids
+
+
+def _required_parameters(tool: Mapping[str, Any]) -> frozenset[str]:
+    """The required parameter names of an OpenAI tool dict (or a bare function dict)."""
+    function = tool.get("function", tool)
+    parameters = function.get("parameters") or {}
+    required = parameters.get("required") or ()
+    return frozenset(str(name) for name in required)
 
 
 def _function_first(

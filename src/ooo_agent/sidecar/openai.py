@@ -90,6 +90,11 @@ class OpenAISidecar:
                 "log-probabilities; an HTTP sidecar answers the function-index row (use "
                 "HFSidecar to score names)"
             )
+        if self.options.required_values:
+            raise ValueError(
+                "required_values=True bans the first tokens of null in the sidecar's own "
+                "decoding; an HTTP sidecar's decoding is the server's (use HFSidecar)"
+            )
         self.client = client
         self.extra_body = dict(extra_body or {})
 

@@ -233,6 +233,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how the function-index and direct-call rows list the tools, as the adapter was "
         "trained (WaveOptions.tool_list); auto (default): the preset's own, else signatures",
     )
+    parser.add_argument(
+        "--required-values",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="on: a required parameter's row may not answer null (WaveOptions.required_values); "
+        "auto (default): the preset's own setting, else off",
+    )
     parser.add_argument("--cache-dir", default=None, help="ooo-agent cache root")
     parser.add_argument(
         "--exclude-trained",
@@ -288,6 +295,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         "direct_call": not args.no_direct,
         "function_choice": _function_choice(args),
         "tool_list": _tool_list(args),
+        "required_values": _required_values(args),
         "excluded_trained": excluded,
     }
     console.print(render_table(report))
@@ -304,6 +312,15 @@ def _function_choice(args: argparse.Namespace) -> FunctionChoice:
     from ooo_agent.models.presets import function_choice
 
     return function_choice(args.sidecar)
+
+
+def _required_values(args: argparse.Namespace) -> bool:
+    """``--required-values`` with ``auto`` resolved: the preset's own setting, else off."""
+    if args.required_values != "auto":
+        return bool(args.required_values == "on")
+    from ooo_agent.models.presets import sidecar_required_values
+
+    return sidecar_required_values(args.sidecar)
 
 
 def _tool_list(args: argparse.Namespace) -> Literal["signatures", "described"]:
@@ -334,7 +351,10 @@ def _load_sidecar(args: argparse.Namespace) -> tuple[Any, Path | None]:
         "num_threads": args.threads,
         "max_new_tokens": args.max_new_tokens,
         "options": WaveOptions(
-            schedule="parallel", function_choice=_function_choice(args), tool_list=_tool_list(args)
+            schedule="parallel",
+            function_choice=_function_choice(args),
+            tool_list=_tool_list(args),
+            required_values=_required_values(args),
         ),
     }
     dtype = sidecar_dtype("cpu") if args.dtype == "auto" else getattr(torch, args.dtype)
