@@ -78,6 +78,8 @@ class HFSidecar:
         self._priors: OrderedDict[str, list[float]] = OrderedDict()
         self._priors_lock = threading.Lock()
         self._null_ids: list[int] | None = None
+        if self.options.required_values:
+            self.null_token_ids()  # once, at load time (~0.2 s for a 49k vocabulary), not in a wave
 
     @property
     def model(self) -> Any:
