@@ -228,12 +228,12 @@ def open_sidecar(
     from ooo_agent.models.presets import sidecar_required_values, sidecar_tool_list
     from ooo_agent.sidecar._wave import WaveOptions
 
+    name = SIDECAR_PRESET if spec == "auto" else spec
+    remote = spec.startswith(("http://", "https://"))
     if function_choice == "auto":
         # Scoring needs the model's log-probabilities: only a sidecar in this process.
-        own = preset_choice(SIDECAR_PRESET if spec == "auto" else spec)
-        function_choice = "index" if process else own
-    own_required = sidecar_required_values(SIDECAR_PRESET if spec == "auto" else spec)
-    steer = required_values == "on" or (required_values == "auto" and own_required)
+        function_choice = "index" if process else preset_choice(name)
+    steer = required_values == "on" or (required_values == "auto" and sidecar_required_values(name))
     options = WaveOptions(
         schedule=schedule,  # type: ignore[arg-type]
         follow_target=follow_target,
@@ -242,11 +242,10 @@ def open_sidecar(
         # The listing the model was trained on, wherever it runs (an HTTP child gets the
         # prompts this process builds).
         tool_list=(
-            sidecar_tool_list(SIDECAR_PRESET if spec == "auto" else spec)
-            if tool_list == "auto"
-            else tool_list  # type: ignore[arg-type]
+            sidecar_tool_list(name) if tool_list == "auto" else tool_list  # type: ignore[arg-type]
         ),
-        required_values=steer and not process and not spec.startswith(("http://", "https://")),
+        # It steers the sidecar's own decoding: only a model in this process.
+        required_values=steer and not process and not remote,
     )
     from ooo_agent.bench.oracle import ORACLE_LABEL, OracleSidecar
     from ooo_agent.models.presets import PRESETS, adapter_base, load_tokenizer
@@ -258,11 +257,11 @@ def open_sidecar(
         label = ORACLE_LABEL + (f", hint after {oracle_delay_s:g} s" if oracle_delay_s else "")
         yield SidecarChoice(OracleSidecar(delay_s=oracle_delay_s), label, "oracle")
         return
-    if spec.startswith(("http://", "https://")):
+    if remote:
         from ooo_agent.sidecar.openai import OpenAISidecar
 
-        remote = OpenAISidecar(spec, options=options)
-        yield SidecarChoice(remote, f"remote sidecar {spec}", "remote")
+        client = OpenAISidecar(spec, options=options)
+        yield SidecarChoice(client, f"remote sidecar {spec}", "remote")
         return
     note = ""
     if spec == "auto":
