@@ -96,16 +96,24 @@ class ScriptedLM(torch.nn.Module):
     After token ``a`` the model prefers ``table[a]``; after any other token, ``default``
     (``None``: the inner model's own choice).
     ``delay_s`` slows every forward (for cancellation tests); ``forwards`` counts them.
+    ``bonus`` is what the preferred token's logit gains (a smaller one under a larger one
+    scripts the runner-up).
     """
 
     def __init__(
-        self, inner: Any, table: dict[int, int], default: int | None, delay_s: float = 0.0
+        self,
+        inner: Any,
+        table: dict[int, int],
+        default: int | None,
+        delay_s: float = 0.0,
+        bonus: float = 1e4,
     ) -> None:
         super().__init__()
         self.inner = inner
         self.table = table
         self.default = default
         self.delay_s = delay_s
+        self.bonus = bonus
         self.forwards = 0
         self.config = inner.config
         self.generation_config = inner.generation_config
@@ -121,7 +129,7 @@ class ScriptedLM(torch.nn.Module):
         for row, token in enumerate(last.tolist()):
             choice = self.table.get(token, self.default)
             if choice is not None:
-                out.logits[row, -1, choice] += 1e4
+                out.logits[row, -1, choice] += self.bonus
         return out
 
 

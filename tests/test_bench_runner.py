@@ -175,21 +175,23 @@ def test_identity_mismatch_fails_after_writing_the_report(
     assert rows["toolspec"]["identity"] == 0.0
 
 
-def test_required_values_reach_a_local_sidecar_and_stay_lossless(
-    setup: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("steer", ["required-values", "typed-values"])
+def test_decoding_steers_reach_a_local_sidecar_and_stay_lossless(
+    steer: str, setup: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     model_dir, _ = setup
     out = tmp_path / "out"
+    setting = f"sidecar_{steer.replace('-', '_')}"
     extra = ("--sidecar", str(model_dir), "--modes", "vanilla,ooo")
-    assert _bench(setup, out, *extra, "--sidecar-required-values", "on") == 0
+    assert _bench(setup, out, *extra, f"--sidecar-{steer}", "on") == 0
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["settings"]["sidecar_required_values"] is True
+    assert summary["settings"][setting] is True
     assert {m["mode"]: m for m in summary["modes"]}["ooo"]["identity"] == 1.0
     assert _bench(setup, tmp_path / "off", *extra) == 0  # auto: a folder is no preset: off
     summary = json.loads((tmp_path / "off" / "summary.json").read_text())
-    assert summary["settings"]["sidecar_required_values"] is False
+    assert summary["settings"][setting] is False
     for where in (("--sidecar-process",), ("--sidecar", "http://127.0.0.1:9")):
-        status = _bench(setup, tmp_path / "no", *extra, *where, "--sidecar-required-values", "on")
+        status = _bench(setup, tmp_path / "no", *extra, *where, f"--sidecar-{steer}", "on")
         assert status != 0
         assert "in this process" in capsys.readouterr().err
 

@@ -290,14 +290,38 @@ def test_sidecar_presets_carry_their_tool_listing() -> None:
         assert preset.tool_list in TOOL_LISTS
 
 
-def test_only_the_embedded_sidecar_steers_required_values_by_default() -> None:
-    from ooo_agent.models.presets import sidecar_required_values
+def test_only_the_embedded_sidecar_steers_its_decoding_by_default() -> None:
+    from ooo_agent.models.presets import sidecar_required_values, sidecar_wave_defaults
 
-    # Measured on the embedded sidecar (docs/benchmarks.md §2.0t); the upstream adapter and
-    # any folder keep the method as published.
+    # Measured on the embedded sidecar (docs/benchmarks.md §2.0t, §2.0v); the upstream adapter
+    # and any folder keep the method as published.
     assert sidecar_required_values("smollm2-135m-sidecar") is True
     assert sidecar_required_values("qwen3-0.6b-ooo-sidecar") is False
     assert sidecar_required_values("some/folder") is False
+    assert sidecar_wave_defaults("smollm2-135m-sidecar")["typed_values"] is True
+    assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar")["typed_values"] is False
+
+
+def test_sidecar_wave_defaults_are_the_presets_own_else_the_method_as_published() -> None:
+    from ooo_agent.models.presets import PRESETS, sidecar_wave_defaults
+    from ooo_agent.sidecar import WaveOptions
+
+    published = {
+        "function_choice": "index",
+        "tool_list": "signatures",
+        "required_values": False,
+        "typed_values": False,
+    }
+    assert sidecar_wave_defaults("some/folder") == published
+    assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar") == published
+    embedded = PRESETS["smollm2-135m-sidecar"]
+    assert sidecar_wave_defaults(embedded.name) == {
+        "function_choice": embedded.function_choice,
+        "tool_list": embedded.tool_list,
+        "required_values": embedded.required_values,
+        "typed_values": embedded.typed_values,
+    }
+    WaveOptions(**sidecar_wave_defaults(embedded.name))  # every field is one of WaveOptions'
 
 
 @pytest.mark.slow

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -204,6 +205,42 @@ def test_first_token_bans_take_the_likeliest_other_token(tokenizer: Any) -> None
         assert results[row].token_ids == free[row].token_ids  # rows without bans untouched
     with pytest.raises(ValueError, match="first_token_bans"):
         gen.generate(prompts, first_token_bans={5: [banned_token]})
+
+
+class _Forced:
+    """A TokenConstraint that writes ``forced`` first, then the model's own tokens."""
+
+    def __init__(self, forced: list[int]) -> None:
+        self.forced = forced
+        self.seen: list[list[int]] = []
+        self.overrides = 0
+
+    def choose(self, generated: Sequence[int], logits: torch.Tensor, greedy: int) -> int:
+        self.seen.append(list(generated))
+        return self.forced[len(generated)] if len(generated) < len(self.forced) else greedy
+
+
+def test_a_rows_constraint_picks_its_tokens_and_leaves_the_other_rows_alone(
+    tokenizer: Any,
+) -> None:
+    model = make_model("llama", len(tokenizer))
+    gen = SharedPrefixGenerator(model, tokenizer)
+    prompts = _distinct_rows(gen, tokenizer)[:3]
+    free = gen.generate(prompts, max_new_tokens=5)
+    forced = [t for t in range(10, 400) if t not in free[1].token_ids and t not in gen.stop_token_ids][:2]
+    steer = _Forced(forced)
+    results = gen.generate(prompts, max_new_tokens=5, constraints={1: steer})
+    assert results[1].token_ids[:2] == forced
+    # Past the forced tokens, the row is what the model writes greedily after them alone.
+    after = gen.generate([prompts[1] + forced], max_new_tokens=3)[0]
+    assert results[1].token_ids[2:] == after.token_ids
+    # It is asked at every position, with the row's tokens so far.
+    assert steer.seen == [results[1].token_ids[:i] for i in range(len(steer.seen))]
+    assert len(steer.seen) == len(results[1].token_ids) + (results[1].finish_reason == "stop")
+    for row in (0, 2):
+        assert results[row].token_ids == free[row].token_ids
+    with pytest.raises(ValueError, match="constraints"):
+        gen.generate(prompts, constraints={7: steer})
 
 
 # -- HFSidecar ---------------------------------------------------------------------------
@@ -736,6 +773,34 @@ def test_required_values_keep_a_required_parameters_row_from_answering_null(
         OpenAISidecar("http://127.0.0.1:9", options=WaveOptions(required_values=True))
 
 
+def test_typed_values_hold_each_argument_row_to_its_parameters_schema(tokenizer: Any) -> None:
+    from ooo_agent.sidecar.openai import OpenAISidecar
+
+    tool = _tool("get_weather", {"city": {"type": "string"}, "days": {"type": "integer"}})
+    tool["function"]["parameters"]["required"] = ["city", "days"]
+    request = SidecarRequest(MESSAGES, [tool])
+    zero, quote = tokenizer.convert_tokens_to_ids(["0", '"'])
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    reports = {}
+    for typed in (False, True):
+        # Every row's likeliest answer is `0`, then the end of the turn; the runner-up at each
+        # step is the inner script's: `"` first, `"` after `0`, the end after `"`.
+        runner_up = ScriptedLM(
+            make_model("qwen3", len(tokenizer)), {zero: quote, quote: end}, quote, bonus=1e3
+        )
+        model = ScriptedLM(runner_up, {zero: end}, zero)
+        sidecar = HFSidecar(model, tokenizer, options=WaveOptions(typed_values=typed))
+        reports[typed] = anyio.run(sidecar.run_wave, request, HintBox())
+    assert reports[False].answers["0.city"] == "0" and "city" in reports[False].dropped
+    # The integer row keeps the sidecar's own answer; the string row may not be a number, nor
+    # end inside its string, nor go on after it: `"`, `0` (the model's), `"`, the end.
+    assert reports[True].answers == {"function": "0", "0.days": "0", "0.city": '"0"'}
+    assert dict(reports[True].hint.slots) == {"city": "0", "days": 0}
+    assert not reports[True].dropped
+    with pytest.raises(ValueError, match="typed_values"):
+        OpenAISidecar("http://127.0.0.1:9", options=WaveOptions(typed_values=True))
+
+
 def test_scored_choice_follows_the_target_and_is_refused_over_http(tokenizer: Any) -> None:
     from ooo_agent.sidecar.openai import OpenAISidecar
 
@@ -766,6 +831,7 @@ def test_the_embedded_sidecar_scores_tool_names_by_default() -> None:
     assert sidecar.options.function_choice == "scored"
     assert sidecar.options.tool_list == sidecar_tool_list("smollm2-135m-sidecar")
     assert sidecar.options.required_values is True
+    assert sidecar.options.typed_values is True
     messages = [{"role": "user", "content": "What time is it in Tokyo right now?"}]
     report = sidecar.run_wave_sync(SidecarRequest(messages, TOOLS), HintBox())
     assert report.arrivals[0] == "function"

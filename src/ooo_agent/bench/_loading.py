@@ -195,6 +195,11 @@ def _sidecar_available(name: str) -> bool:
     return True
 
 
+def _switch(flag: str, default: bool) -> bool:
+    """An ``on`` / ``off`` / ``auto`` option: ``auto`` is ``default``."""
+    return flag == "on" or (flag == "auto" and default)
+
+
 @contextlib.contextmanager
 def open_sidecar(
     spec: str,
@@ -210,6 +215,7 @@ def open_sidecar(
     function_choice: str = "auto",
     tool_list: str = "auto",
     required_values: str = "auto",
+    typed_values: str = "auto",
 ) -> Iterator[SidecarChoice]:
     """The sidecar named by ``spec``, stopped (process) when the block ends.
 
@@ -221,31 +227,33 @@ def open_sidecar(
     too (``scored`` / ``calibrated`` only in this process: they need the model's
     log-probabilities; ``auto``: a preset's own choice in this process, else ``index``) and
     ``tool_list`` (``auto``: a preset's own listing, else ``signatures``) and
-    ``required_values`` (``on`` / ``off``; ``auto``: a preset's own setting in this process,
-    else off — it steers the sidecar's own decoding).
+    ``required_values`` and ``typed_values`` (``on`` / ``off``; ``auto``: a preset's own
+    setting in this process, else off — they steer the sidecar's own decoding).
     """
-    from ooo_agent.models.presets import function_choice as preset_choice
-    from ooo_agent.models.presets import sidecar_required_values, sidecar_tool_list
+    from ooo_agent.models.presets import sidecar_wave_defaults
     from ooo_agent.sidecar._wave import WaveOptions
 
     name = SIDECAR_PRESET if spec == "auto" else spec
     remote = spec.startswith(("http://", "https://"))
-    if function_choice == "auto":
+    fields = sidecar_wave_defaults(name)
+    in_process = not process and not remote
+    if function_choice != "auto":
+        fields["function_choice"] = function_choice  # type: ignore[typeddict-item]
+    elif not in_process:
         # Scoring needs the model's log-probabilities: only a sidecar in this process.
-        function_choice = "index" if process else preset_choice(name)
-    steer = required_values == "on" or (required_values == "auto" and sidecar_required_values(name))
+        fields["function_choice"] = "index"
+    if tool_list != "auto":
+        # The listing the model was trained on, wherever it runs (an HTTP child gets the
+        # prompts this process builds).
+        fields["tool_list"] = tool_list  # type: ignore[typeddict-item]
+    # These steer the sidecar's own decoding: only a model in this process.
+    fields["required_values"] = in_process and _switch(required_values, fields["required_values"])
+    fields["typed_values"] = in_process and _switch(typed_values, fields["typed_values"])
     options = WaveOptions(
         schedule=schedule,  # type: ignore[arg-type]
         follow_target=follow_target,
         follow_wait_s=follow_wait_s,
-        function_choice=function_choice,  # type: ignore[arg-type]
-        # The listing the model was trained on, wherever it runs (an HTTP child gets the
-        # prompts this process builds).
-        tool_list=(
-            sidecar_tool_list(name) if tool_list == "auto" else tool_list  # type: ignore[arg-type]
-        ),
-        # It steers the sidecar's own decoding: only a model in this process.
-        required_values=steer and not process and not remote,
+        **fields,
     )
     from ooo_agent.bench.oracle import ORACLE_LABEL, OracleSidecar
     from ooo_agent.models.presets import PRESETS, adapter_base, load_tokenizer

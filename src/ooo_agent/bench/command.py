@@ -164,6 +164,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "own setting, else off",
     )
     add(
+        "--sidecar-typed-values",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="on: a local sidecar's argument rows are held to their parameter's schema "
+        "(WaveOptions.typed_values; in this process only); auto (default): the preset's own "
+        "setting, else off",
+    )
+    add(
         "--constrain-names",
         action="store_true",
         help="every mode decodes with the function-name constraint (HFTarget("
@@ -241,11 +249,13 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
             "--sidecar-process"
         )
     remote = str(args.sidecar).startswith(("http://", "https://"))
-    if args.sidecar_required_values == "on" and (args.sidecar_process or remote):
-        raise CliError(
-            "--sidecar-required-values on steers the sidecar's own decoding: it needs the "
-            "sidecar model in this process (not --sidecar-process, not an HTTP sidecar)"
-        )
+    for flag in ("required_values", "typed_values"):
+        if getattr(args, f"sidecar_{flag}") == "on" and (args.sidecar_process or remote):
+            raise CliError(
+                f"--sidecar-{flag.replace('_', '-')} on steers the sidecar's own decoding: it "
+                "needs the sidecar model in this process (not --sidecar-process, not an HTTP "
+                "sidecar)"
+            )
     if _constrained(args) and "hf-pld" in (args.modes or []):
         raise CliError(
             "--constrain-*: mode hf-pld (transformers' generate) cannot constrain decoding"
@@ -325,7 +335,7 @@ async def _run(args: argparse.Namespace) -> int:
         schedule=args.sidecar_schedule, follow_target=args.sidecar_follow == "on",
         follow_wait_s=args.sidecar_follow_wait,
         function_choice=args.sidecar_function_choice, tool_list=args.sidecar_tool_list,
-        required_values=args.sidecar_required_values,
+        required_values=args.sidecar_required_values, typed_values=args.sidecar_typed_values,
     ) as choice:  # fmt: skip
         if choice.note:
             notes.append(choice.note)
@@ -417,6 +427,9 @@ async def _run(args: argparse.Namespace) -> int:
             ),
             "sidecar_required_values": getattr(
                 getattr(choice.sidecar, "options", None), "required_values", None
+            ),
+            "sidecar_typed_values": getattr(
+                getattr(choice.sidecar, "options", None), "typed_values", None
             ),
             "constrain_names": args.constrain_names,
             "constrain_json": args.constrain_json,

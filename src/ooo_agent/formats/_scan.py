@@ -21,6 +21,7 @@ __all__ = [
     "ArrayItems",
     "ToolShape",
     "TopLevelScan",
+    "ValueShape",
     "arguments_end",
     "decode_string",
     "json_value_end",
@@ -420,6 +421,26 @@ def _value_fits(
     if items and text[0] == "[" and not _items_fit(text, items):
         return False
     return enum is None or _among(text, complete, enum)
+
+
+@dataclass(frozen=True)
+class ValueShape:
+    """What one parameter's value is held to, read once from its schema: the JSON types it
+    may take, its enum, its array elements — the same reading :func:`arguments_end` gives
+    each top-level value of a call."""
+
+    kinds: frozenset[str] = frozenset()
+    enum: tuple[Any, ...] | None = None
+    items: ArrayItems = _ANY_ITEMS
+
+    @classmethod
+    def of(cls, schema: Any) -> ValueShape:
+        return cls(value_kinds(schema), _enum(schema), _array_items(schema))
+
+    def admits(self, text: str, complete: bool) -> bool:
+        """Whether the value written so far (``text``, from its first character; the whole
+        value when ``complete``) can still be one this schema accepts."""
+        return _value_fits(text, complete, self.kinds, self.enum, self.items)
 
 
 def arguments_end(text: str, start: int, shape: ToolShape) -> int:

@@ -15,6 +15,7 @@ from ooo_agent.models.presets import (
     ADAPTERS_ENV,
     PRESETS,
     Preset,
+    SidecarDefaults,
     adapter_dir,
     adapters_root,
     attach_adapter,
@@ -24,6 +25,7 @@ from ooo_agent.models.presets import (
     load_tokenizer,
     sidecar_dtype,
     sidecar_tool_list,
+    sidecar_wave_defaults,
     target_format,
 )
 from ooo_agent.models.smollm2 import (
@@ -42,6 +44,7 @@ __all__ = [
     "PRESETS",
     "SMOLLM2_NAME",
     "Preset",
+    "SidecarDefaults",
     "adapter_dir",
     "adapters_root",
     "attach_adapter",
@@ -56,6 +59,7 @@ __all__ = [
     "models_dir",
     "sidecar_dtype",
     "sidecar_tool_list",
+    "sidecar_wave_defaults",
     "smollm2_dir",
     "target_format",
 ]

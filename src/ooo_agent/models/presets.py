@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from ooo_agent.errors import ModelNotAvailableError
 from ooo_agent.models.smollm2 import SMOLLM2_NAME, _as_dtype, ensure_smollm2, load_smollm2
@@ -40,6 +40,7 @@ __all__ = [
     "ADAPTERS_ENV",
     "PRESETS",
     "Preset",
+    "SidecarDefaults",
     "adapter_base",
     "adapter_dir",
     "adapters_root",
@@ -53,6 +54,7 @@ __all__ = [
     "load_tokenizer",
     "sidecar_dtype",
     "sidecar_tool_list",
+    "sidecar_wave_defaults",
     "target_format",
 ]
 
@@ -84,6 +86,9 @@ class Preset:
     required_values: bool = False
     """Sidecars: whether a required parameter's row may not answer null by default
     (``WaveOptions.required_values``)."""
+    typed_values: bool = False
+    """Sidecars: whether each argument row is held to its parameter's schema by default
+    (``WaveOptions.typed_values``)."""
     format: str = "hermes"
     """Targets: the call format ``HFTarget.from_preset`` prompts with by default."""
 
@@ -130,6 +135,8 @@ PRESETS: dict[str, Preset] = {
             function_choice="scored",
             # A required parameter's row gives a value, never null (§2.0t).
             required_values=True,
+            # Each argument row writes a value its parameter's schema accepts (§2.0v).
+            typed_values=True,
         ),
         Preset(
             name="qwen3-0.6b-ooo-sidecar",
@@ -155,25 +162,47 @@ def get_preset(name: str) -> Preset:
         raise ModelNotAvailableError(f"unknown model preset {name!r}; known: {known}") from None
 
 
+class SidecarDefaults(TypedDict):
+    """The ``WaveOptions`` fields a sidecar's model decides (what it was trained on, what
+    helps it): ``WaveOptions(**sidecar_wave_defaults(spec))``."""
+
+    function_choice: FunctionChoice
+    tool_list: Literal["signatures", "described"]
+    required_values: bool
+    typed_values: bool
+
+
+_PUBLISHED = Preset(name="", role="sidecar", base="")
+"""The defaults of a sidecar that is no preset: the method as published."""
+
+
+def sidecar_wave_defaults(spec: str) -> SidecarDefaults:
+    """The ``WaveOptions`` fields a sidecar named ``spec`` gets by default: a preset's own
+    ``function_choice``, ``tool_list``, ``required_values`` and ``typed_values``; for
+    anything else the method as published (``index``, ``signatures``, neither steer)."""
+    preset = PRESETS.get(spec, _PUBLISHED)
+    return SidecarDefaults(
+        function_choice=preset.function_choice,
+        tool_list=preset.tool_list,
+        required_values=preset.required_values,
+        typed_values=preset.typed_values,
+    )
+
+
 def function_choice(spec: str) -> FunctionChoice:
-    """How a sidecar named ``spec`` picks its tool by default: a preset's own
-    ``function_choice``, ``index`` (the method as published) for anything else."""
-    preset = PRESETS.get(spec)
-    return preset.function_choice if preset is not None else "index"
+    """How a sidecar named ``spec`` picks its tool by default (:func:`sidecar_wave_defaults`)."""
+    return sidecar_wave_defaults(spec)["function_choice"]
 
 
 def sidecar_tool_list(spec: str) -> Literal["signatures", "described"]:
-    """How a sidecar named ``spec`` lists the tools by default: a preset's own ``tool_list``,
-    ``signatures`` (the published format) for anything else."""
-    preset = PRESETS.get(spec)
-    return preset.tool_list if preset is not None else "signatures"
+    """How a sidecar named ``spec`` lists the tools by default (:func:`sidecar_wave_defaults`)."""
+    return sidecar_wave_defaults(spec)["tool_list"]
 
 
 def sidecar_required_values(spec: str) -> bool:
     """Whether a sidecar named ``spec`` answers a required parameter's row with a value by
-    default: a preset's own ``required_values``, else False (the method as published)."""
-    preset = PRESETS.get(spec)
-    return preset.required_values if preset is not None else False
+    default (:func:`sidecar_wave_defaults`)."""
+    return sidecar_wave_defaults(spec)["required_values"]
 
 
 def target_format(spec: str) -> str:

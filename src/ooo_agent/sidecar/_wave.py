@@ -112,6 +112,12 @@ class WaveOptions:
             required argument, so only a value can match it, and the sidecar's likeliest value
             is asked for instead of a null that leaves the slot empty. Needs control over
             the sidecar's decoding: in-process sidecars only.
+        typed_values: each argument row's answer is held, token by token, to its parameter's
+            schema — its JSON type, enum and array elements, ``null`` only where the row may
+            answer it, the end of the answer only after a complete value
+            (:class:`~ooo_agent.sidecar.values.ValueConstraint`): a value that could never be
+            the target's (``"1234"`` for an integer) gives way to the sidecar's likeliest one
+            that could. In-process sidecars only.
     """
 
     ask_single_tool: bool = False
@@ -123,6 +129,7 @@ class WaveOptions:
     function_choice: FunctionChoice = "index"
     tool_list: ToolList = "signatures"
     required_values: bool = False
+    typed_values: bool = False
 
     def __post_init__(self) -> None:
         if self.max_rows is not None and self.max_rows < 1:

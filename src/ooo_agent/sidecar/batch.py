@@ -30,9 +30,12 @@ import inspect
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ooo_agent.decoding.verify import split_head
+
+if TYPE_CHECKING:
+    from ooo_agent.decoding.constraint import TokenConstraint
 
 __all__ = ["GenerationCancelled", "RowResult", "SharedPrefixGenerator", "common_prefix_length"]
 
@@ -155,6 +158,10 @@ class SharedPrefixGenerator:
                 ids.add(int(vocab[token]))
         return ids
 
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of generated token ids, as a row's answer is read (special tokens dropped)."""
+        return str(self.tokenizer.decode(list(ids), skip_special_tokens=True))
+
     def encode(self, text: str, *, add_special_tokens: bool = False) -> list[int]:
         """Token ids of ``text`` (a chat template's output already holds its special tokens)."""
         return list(self.tokenizer(text, add_special_tokens=add_special_tokens)["input_ids"])
@@ -170,6 +177,7 @@ class SharedPrefixGenerator:
         first: Sequence[int] = (),
         then: Callable[[list[RowResult]], Iterable[int]] | None = None,
         first_token_bans: Mapping[int, Collection[int]] | None = None,
+        constraints: Mapping[int, TokenConstraint] | None = None,
     ) -> list[RowResult]:
         """Greedy answers for ``prompts`` (token ids), in prompt order.
 
@@ -182,6 +190,9 @@ class SharedPrefixGenerator:
 
         ``first_token_bans`` maps a row to token ids its answer may not start with (the
         greedy first token is then the likeliest of the others; later tokens are free).
+        ``constraints`` maps a row to a :class:`~ooo_agent.decoding.constraint.TokenConstraint`
+        that picks each of its tokens from the logits (after the bans), given the row's
+        tokens so far — the row's answer is then its constrained greedy answer.
         """
         if max_new_tokens < 0:
             raise ValueError(f"max_new_tokens must be >= 0, not {max_new_tokens}")
@@ -200,6 +211,10 @@ class SharedPrefixGenerator:
             if any(not 0 <= i < len(prompts) for i in bans):
                 raise ValueError(f"'first_token_bans' names rows outside 0..{len(prompts) - 1}")
             run.first_bans = bans
+            steer = dict(constraints or {})
+            if any(not 0 <= i < len(prompts) for i in steer):
+                raise ValueError(f"'constraints' names rows outside 0..{len(prompts) - 1}")
+            run.constraints = steer
             return run.run(first, then)
 
     def score(
@@ -271,6 +286,7 @@ class _Run:
         self.keep: Any = None
         self.next_pos: Any = None
         self.first_bans: dict[int, list[int]] = {}
+        self.constraints: dict[int, TokenConstraint] = {}
 
     def run(
         self,
@@ -354,10 +370,12 @@ class _Run:
         *,
         every_position: bool = False,
         bans: Sequence[Sequence[int]] | None = None,
+        rows: Sequence[int] = (),
     ) -> Any:
         """One forward; ``keep`` ``[B, K]`` marks the key columns each row may see.
 
-        Returns each row's greedy next token (never one of ``bans[b]`` for row ``b``); with
+        Returns each row's greedy next token (never one of ``bans[b]`` for row ``b``; where
+        the row's global index ``rows[b]`` has a constraint, the constraint's pick); with
         ``every_position``, the ``[B, T, ...]`` outputs of every position instead (hidden
         states before the head when the head runs apart, else logits).
         """
@@ -395,7 +413,16 @@ class _Run:
             for row, banned in enumerate(bans):
                 if banned:
                     logits[row, list(banned)] = float("-inf")
-        return logits.argmax(dim=-1)
+        tokens = logits.argmax(dim=-1)
+        if self.constraints:
+            for local, row in enumerate(rows):
+                constraint = self.constraints.get(row)
+                if constraint is not None:
+                    greedy = int(tokens[local])
+                    chosen = constraint.choose(self.generated[row], logits[local], greedy)
+                    if chosen != greedy:
+                        tokens[local] = chosen
+        return tokens
 
     def _prefill_prefix(self, prefix_len: int, rows: int) -> Any:
         """The shared prefix's KV cache, repeated for ``rows`` rows."""
@@ -421,7 +448,7 @@ class _Run:
         self.keep = keep
         self.next_pos = torch.tensor([len(self.prompts[i]) for i in rows], device=self.device)
         bans = [self.first_bans.get(i, []) for i in rows]
-        return self._forward(ids, keep, positions, cache, bans=bans)
+        return self._forward(ids, keep, positions, cache, bans=bans, rows=rows)
 
     def _suffix_batch(self, prefix_len: int, rows: list[int]) -> tuple[Any, Any, Any]:
         """Input ids, key mask and positions of the rows' suffixes, left-padded into holes
@@ -447,7 +474,9 @@ class _Run:
 
         column = torch.ones(self.keep.shape[0], 1, dtype=torch.bool, device=self.device)
         self.keep = torch.cat([self.keep, column], 1)
-        next_tokens = self._forward(tokens[:, None], self.keep, self.next_pos[:, None], cache)
+        next_tokens = self._forward(
+            tokens[:, None], self.keep, self.next_pos[:, None], cache, rows=self.active
+        )
         self.next_pos = self.next_pos + 1
         return next_tokens
 

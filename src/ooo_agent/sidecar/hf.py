@@ -33,6 +33,8 @@ from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
 from ooo_agent.sidecar.batch import GenerationCancelled, RowResult, SharedPrefixGenerator
 from ooo_agent.sidecar.prompts import PromptTemplate, template_from_tokenizer
 from ooo_agent.sidecar.rows import direct_call_start, parse_function_index, tool_signatures
+from ooo_agent.sidecar.slots import parameter_schemas
+from ooo_agent.sidecar.values import ValueConstraint
 
 __all__ = ["ADAPTER_SUBFOLDERS", "PRIOR_CACHE", "HFSidecar"]
 
@@ -143,7 +145,8 @@ class HFSidecar:
 
         ``dtype`` None: :func:`~ooo_agent.models.presets.sidecar_dtype` for ``device``. Without
         ``options``, the preset's ``function_choice`` (``scored`` for the embedded sidecar),
-        ``tool_list`` (the tool listing its adapter was trained on) and ``required_values``.
+        ``tool_list`` (the tool listing its adapter was trained on), ``required_values`` and
+        ``typed_values`` (:func:`~ooo_agent.models.presets.sidecar_wave_defaults`).
         """
         try:
             from ooo_agent.models import load_preset  # type: ignore[attr-defined,unused-ignore]
@@ -151,19 +154,10 @@ class HFSidecar:
             raise ModelNotAvailableError(
                 "model presets are not available in this installation (ooo_agent.models.load_preset)"
             ) from exc
-        from ooo_agent.models.presets import (
-            function_choice,
-            sidecar_dtype,
-            sidecar_required_values,
-            sidecar_tool_list,
-        )
+        from ooo_agent.models.presets import sidecar_dtype, sidecar_wave_defaults
 
         if "options" not in kwargs:
-            kwargs["options"] = WaveOptions(
-                function_choice=function_choice(name),
-                tool_list=sidecar_tool_list(name),
-                required_values=sidecar_required_values(name),
-            )
+            kwargs["options"] = WaveOptions(**sidecar_wave_defaults(name))
         loaded = load_preset(name, dtype=dtype or sidecar_dtype(device), device=device)
         if isinstance(loaded, tuple) and len(loaded) >= 2:
             model, tokenizer = loaded[0], loaded[1]
@@ -288,6 +282,7 @@ class HFSidecar:
                 first=first,
                 then=then,
                 first_token_bans=self._required_bans(plan),
+                constraints=self._value_constraints(plan),
             )
         except GenerationCancelled:
             raise
@@ -306,6 +301,27 @@ class HFSidecar:
             if row.param in _required_parameters(plan.request.tools[row.function_index]):
                 bans[i] = self.null_token_ids()
         return bans
+
+    def _value_constraints(self, plan: WavePlan) -> dict[int, ValueConstraint] | None:
+        """``options.typed_values``: each argument row held to its parameter's schema."""
+        if not self.options.typed_values:
+            return None
+        decode = self.generator.decode
+        stops = self.generator.stop_token_ids
+        constraints: dict[int, ValueConstraint] = {}
+        for i, row in enumerate(plan.rows):
+            if row.kind != "argument_value" or row.function_index is None or row.param is None:
+                continue
+            tool = plan.request.tools[row.function_index]
+            schema = parameter_schemas(tool).get(row.param)
+            required = row.param in _required_parameters(tool)
+            constraints[i] = ValueConstraint(
+                schema if schema is not None else {},
+                decode,
+                stop_ids=stops,
+                null_ok=not (required and self.options.required_values),
+            )
+        return constraints
 
     def null_token_ids(self) -> list[int]:
         """Ids of the tokens a required parameter's answer may not start with: those an

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["SlotCheck", "normalize_schema", "slot_checker"]
+__all__ = ["SlotCheck", "normalize_schema", "parameter_schemas", "slot_checker"]
 
 SlotCheck = Callable[[int, str, Any], "str | None"]
 """``check(tool_index, param, value)``: an error message, or None when the value is acceptable."""
@@ -72,7 +72,9 @@ def normalize_schema(schema: Any) -> Any:
     return out
 
 
-def _properties(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+def parameter_schemas(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Each parameter's schema (``parameters.properties``) of an OpenAI tool dict or a bare
+    function dict; empty when it declares none."""
     function = tool.get("function", tool)
     params = function.get("parameters") if isinstance(function, Mapping) else None
     properties = params.get("properties") if isinstance(params, Mapping) else None
@@ -93,7 +95,7 @@ def slot_checker(tools: Sequence[Mapping[str, Any]]) -> SlotCheck:
     def check(index: int, param: str, value: Any) -> str | None:
         if not 0 <= index < len(tools):
             return f"no tool with index {index}"
-        properties = _properties(tools[index])
+        properties = parameter_schemas(tools[index])
         if param not in properties:
             return f"tool {index} has no parameter {param!r}"
         key = (index, param)

@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, cast
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from rich.console import Console
 from rich.table import Table
@@ -47,6 +47,9 @@ from ooo_agent.train._sidecar_labels import (
     request_fingerprint,
 )
 from ooo_agent.train._sidecar_metrics import SidecarPrediction, SidecarScores, score_predictions
+
+if TYPE_CHECKING:
+    from ooo_agent.models.presets import SidecarDefaults
 
 __all__ = [
     "DirectAnswer",
@@ -240,6 +243,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="on: a required parameter's row may not answer null (WaveOptions.required_values); "
         "auto (default): the preset's own setting, else off",
     )
+    parser.add_argument(
+        "--typed-values",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="on: each argument row is held to its parameter's schema (type, enum, array "
+        "elements; WaveOptions.typed_values); auto (default): the preset's own setting, else off",
+    )
     parser.add_argument("--cache-dir", default=None, help="ooo-agent cache root")
     parser.add_argument(
         "--exclude-trained",
@@ -293,9 +303,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         "labels": which,
         "max_new_tokens": args.max_new_tokens,
         "direct_call": not args.no_direct,
-        "function_choice": _function_choice(args),
-        "tool_list": _tool_list(args),
-        "required_values": _required_values(args),
+        **wave_fields(args),
         "excluded_trained": excluded,
     }
     console.print(render_table(report))
@@ -305,31 +313,22 @@ def run_from_args(args: argparse.Namespace) -> int:
     return 0
 
 
-def _function_choice(args: argparse.Namespace) -> FunctionChoice:
-    """``--function-choice`` with ``auto`` resolved: the preset's own choice, else ``index``."""
+def wave_fields(args: argparse.Namespace) -> SidecarDefaults:
+    """The sidecar's ``WaveOptions`` fields from ``--function-choice``, ``--tool-list``,
+    ``--required-values`` and ``--typed-values``; each ``auto`` is the preset's own setting
+    (:func:`~ooo_agent.models.presets.sidecar_wave_defaults`), else the method as published."""
+    from ooo_agent.models.presets import sidecar_wave_defaults
+
+    fields = sidecar_wave_defaults(args.sidecar)
     if args.function_choice != "auto":
-        return cast(FunctionChoice, args.function_choice)
-    from ooo_agent.models.presets import function_choice
-
-    return function_choice(args.sidecar)
-
-
-def _required_values(args: argparse.Namespace) -> bool:
-    """``--required-values`` with ``auto`` resolved: the preset's own setting, else off."""
-    if args.required_values != "auto":
-        return bool(args.required_values == "on")
-    from ooo_agent.models.presets import sidecar_required_values
-
-    return sidecar_required_values(args.sidecar)
-
-
-def _tool_list(args: argparse.Namespace) -> Literal["signatures", "described"]:
-    """``--tool-list`` with ``auto`` resolved: the preset's own listing, else ``signatures``."""
+        fields["function_choice"] = cast(FunctionChoice, args.function_choice)
     if args.tool_list != "auto":
-        return cast(Literal["signatures", "described"], args.tool_list)
-    from ooo_agent.models.presets import sidecar_tool_list
-
-    return sidecar_tool_list(args.sidecar)
+        fields["tool_list"] = cast(Literal["signatures", "described"], args.tool_list)
+    if args.required_values != "auto":
+        fields["required_values"] = args.required_values == "on"
+    if args.typed_values != "auto":
+        fields["typed_values"] = args.typed_values == "on"
+    return fields
 
 
 def _load_sidecar(args: argparse.Namespace) -> tuple[Any, Path | None]:
@@ -350,12 +349,7 @@ def _load_sidecar(args: argparse.Namespace) -> tuple[Any, Path | None]:
     options = {
         "num_threads": args.threads,
         "max_new_tokens": args.max_new_tokens,
-        "options": WaveOptions(
-            schedule="parallel",
-            function_choice=_function_choice(args),
-            tool_list=_tool_list(args),
-            required_values=_required_values(args),
-        ),
+        "options": WaveOptions(schedule="parallel", **wave_fields(args)),
     }
     dtype = sidecar_dtype("cpu") if args.dtype == "auto" else getattr(torch, args.dtype)
     preset = PRESETS.get(args.sidecar)

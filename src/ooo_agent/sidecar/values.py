@@ -1,0 +1,135 @@
+"""Argument rows held to their parameter's schema (``WaveOptions(typed_values=True)``).
+
+An argument row answers one JSON value — or ``null``, the row's word for "not in this call".
+A small sidecar often writes a value that could never be the target's: ``"1234"`` for an
+integer, ``"Microsoft"`` for an array, ``5`` for a string, ``2mm`` that is no JSON at all.
+Such a slot is dropped before it reaches the drafter (:mod:`ooo_agent.sidecar.slots`), so the
+row's work is lost. :class:`ValueConstraint` steers the row while it is written instead: each
+token keeps the answer the beginning of a value the parameter's schema accepts (its declared
+JSON type, its enum, its array elements: :class:`~ooo_agent.formats._scan.ValueShape`, the
+reading the target's own constrained decoding uses), ``null`` only where the row may answer it,
+and the end of turn only once the value is complete; when the sidecar's likeliest token breaks
+that, the likeliest one that keeps it is taken. The target verifies every hinted token, so this
+changes only which hint arrives, never the target's output.
+
+Example::
+
+    choose = ValueConstraint({"type": "integer"}, tokenizer_decode, stop_ids={2}, null_ok=True)
+    token = choose.choose(generated_ids, logits, int(logits.argmax()))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+from typing import Any
+
+import torch
+
+from ooo_agent.formats._scan import INCOMPLETE, INVALID, ValueShape, json_value_end
+from ooo_agent.sidecar.slots import normalize_schema
+
+__all__ = ["ValueConstraint"]
+
+MAX_LEADING_WS = 4
+"""Characters of whitespace an answer may start with (a chat model may write `` "Paris"``)."""
+
+
+class ValueConstraint:
+    """Keeps one argument row's answer a (beginning of a) value its schema accepts.
+
+    Args:
+        schema: the parameter's JSON schema (BFCL's Python type names are read as JSON
+            Schema's).
+        decode: token ids → text, as the sidecar's tokenizer decodes an answer.
+        stop_ids: the tokens that end a row (allowed once the value is complete).
+        null_ok: whether the row may answer ``null`` (an optional parameter; a required one
+            unless ``required_values`` asks for a value).
+        max_candidates: how far down the ranking to look for an allowed token; past it the
+            sidecar's own token is kept (the slot is then dropped, as it would be unsteered).
+
+    Implements :class:`~ooo_agent.decoding.constraint.TokenConstraint`.
+    """
+
+    def __init__(
+        self,
+        schema: Any,
+        decode: Callable[[Sequence[int]], str],
+        *,
+        stop_ids: Collection[int],
+        null_ok: bool = True,
+        max_candidates: int = 512,
+    ) -> None:
+        if max_candidates < 1:
+            raise ValueError(f"max_candidates must be at least 1, not {max_candidates}")
+        self.shape = ValueShape.of(normalize_schema(schema))
+        self.decode = decode
+        self.stop_ids = frozenset(stop_ids)
+        self.null_ok = null_ok
+        self.max_candidates = max_candidates
+        self.overrides = 0
+        self._memo: tuple[tuple[int, ...], str] | None = None
+
+    def _text(self, ids: Sequence[int]) -> str:
+        """``decode(ids)``; the last answer is kept, since the text checked for the token
+        taken is the next position's answer so far."""
+        key = tuple(ids)
+        if self._memo is None or self._memo[0] != key:
+            self._memo = (key, self.decode(ids))
+        return self._memo[1]
+
+    def choose(self, generated: Sequence[int], logits: torch.Tensor, greedy: int) -> int:
+        text = self._text(generated)
+        if self._allowed(text, generated, greedy):
+            return greedy
+        # Stable: among equal scores the lower id first, as argmax breaks ties.
+        ranked = torch.argsort(logits, descending=True, stable=True)[: self.max_candidates]
+        padding: int | None = None
+        for token in ranked.tolist():
+            if token == greedy or not self._allowed(text, generated, token):
+                continue
+            if (
+                token not in self.stop_ids
+                and not self._text([*generated, token])[len(text) :].strip()
+            ):
+                # Taken in place of a refused token, whitespace only puts the choice off.
+                padding = int(token) if padding is None else padding
+                continue
+            self.overrides += 1
+            return int(token)
+        if padding is not None:
+            self.overrides += 1
+            return padding
+        return greedy
+
+    def _allowed(self, text: str, generated: Sequence[int], token: int) -> bool:
+        if token in self.stop_ids:
+            return self.complete(text)
+        return self.admits(self._text([*generated, token]))
+
+    def admits(self, text: str) -> bool:
+        """Whether ``text`` is the beginning of an answer this row may give."""
+        value = text.lstrip()
+        if len(text) - len(value) > MAX_LEADING_WS:
+            return False
+        if not value:
+            return True
+        if value[0] == "n":  # the one JSON value that starts with n
+            return self.null_ok and "null".startswith(value)
+        end = json_value_end(value, 0, strict=True)
+        if end == INVALID:
+            return False
+        if end == INCOMPLETE:
+            return self.shape.admits(value, False)
+        # Complete: nothing may follow it (the row ends with the value).
+        return end == len(value) and self.shape.admits(value, True)
+
+    def complete(self, text: str) -> bool:
+        """Whether ``text`` is a whole answer this row may give (the row may end here)."""
+        value = text.strip()
+        if not value:
+            return False
+        if value == "null":
+            return self.null_ok
+        # A number ends only where something follows it: the sentinel closes it.
+        end = json_value_end(value + "\n", 0, strict=True)
+        return end == len(value) and self.shape.admits(value, True)
