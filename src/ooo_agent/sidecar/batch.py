@@ -414,14 +414,15 @@ class _Run:
                 if banned:
                     logits[row, list(banned)] = float("-inf")
         tokens = logits.argmax(dim=-1)
-        if self.constraints:
-            for local, row in enumerate(rows):
-                constraint = self.constraints.get(row)
-                if constraint is not None:
-                    greedy = int(tokens[local])
-                    chosen = constraint.choose(self.generated[row], logits[local], greedy)
-                    if chosen != greedy:
-                        tokens[local] = chosen
+        steered = [
+            (b, self.constraints[row]) for b, row in enumerate(rows) if row in self.constraints
+        ]
+        if steered:
+            greedy = tokens.tolist()  # one copy off the device, not one per row
+            for b, constraint in steered:
+                chosen = constraint.choose(self.generated[rows[b]], logits[b], greedy[b])
+                if chosen != greedy[b]:
+                    tokens[b] = chosen
         return tokens
 
     def _prefill_prefix(self, prefix_len: int, rows: int) -> Any:
