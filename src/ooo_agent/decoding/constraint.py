@@ -37,7 +37,7 @@ import torch
 
 from ooo_agent.formats.base import CallSkeleton
 
-__all__ = ["CallConstraint", "TokenConstraint"]
+__all__ = ["CallConstraint", "TokenConstraint", "runner_up"]
 
 _Facts = tuple[str, "bool | None", "tuple[str, bool] | None"]
 """An output's text, whether its last call is well-formed (or conforms), its open name."""
@@ -52,6 +52,30 @@ class TokenConstraint(Protocol):
     def choose(self, generated: Sequence[int], logits: torch.Tensor, greedy: int) -> int:
         """The token after ``generated`` (output tokens so far); ``greedy`` is the argmax."""
         ...
+
+
+def runner_up(
+    logits: torch.Tensor,
+    greedy: int,
+    allowed: Callable[[int], bool],
+    blank: Callable[[int], bool],
+    max_candidates: int,
+) -> int | None:
+    """The highest-scoring token other than ``greedy`` that ``allowed`` accepts, among the
+    ``max_candidates`` best; one that only adds whitespace (``blank``) is taken only when no
+    other is — in place of a refused token it would merely put the choice off (a model kept
+    from closing a call pads before the comma). ``None`` when none is allowed."""
+    # Stable: among equal scores the lower id first, as argmax breaks ties.
+    ranked = torch.argsort(logits, descending=True, stable=True)[:max_candidates]
+    padding: int | None = None
+    for token in ranked.tolist():
+        if token == greedy or not allowed(token):
+            continue
+        if blank(token):
+            padding = int(token) if padding is None else padding
+            continue
+        return int(token)
+    return padding
 
 
 class CallConstraint:
@@ -102,31 +126,22 @@ class CallConstraint:
         text, shape, before = self._facts(generated)
         # A call already broken (by text the constraint did not choose) is left as it is.
         shaped = self.well_formed and shape is not False
-        chosen = [*generated, greedy]
-        if self._allowed(self._facts(chosen), before, shaped):
+        if self._allowed(self._facts([*generated, greedy]), before, shaped):
             return greedy
-        # Stable: among equal scores the lower id first, as argmax breaks ties.
-        ranked = torch.argsort(logits, descending=True, stable=True)[: self.max_candidates]
-        padding: int | None = None
-        for token in ranked.tolist():
-            if token == greedy:
-                continue
-            chosen[-1] = token
-            facts = self._facts(chosen)
-            if not self._allowed(facts, before, shaped):
-                continue
-            # Whitespace is allowed almost anywhere; taken in place of a refused token it only
-            # puts the choice off (a model kept from closing a call pads before the comma).
-            extended = facts[0]
-            if extended.startswith(text) and not extended[len(text) :].strip():
-                padding = int(token) if padding is None else padding
-                continue
-            self.overrides += 1
-            return int(token)
-        if padding is not None:
-            self.overrides += 1
-            return padding
-        return greedy
+
+        def allowed(token: int) -> bool:
+            return self._allowed(self._facts([*generated, token]), before, shaped)
+
+        def blank(token: int) -> bool:
+            # Whitespace is allowed almost anywhere (the facts of this token are kept).
+            extended = self._facts([*generated, token])[0]
+            return extended.startswith(text) and not extended[len(text) :].strip()
+
+        token = runner_up(logits, greedy, allowed, blank, self.max_candidates)
+        if token is None:
+            return greedy
+        self.overrides += 1
+        return token
 
     def _facts(self, ids: Sequence[int]) -> _Facts:
         """The text of ``ids``, its shape and its open name; the last answer is kept, since

@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from ooo_agent.decoding.constraint import runner_up
 from ooo_agent.formats._scan import INCOMPLETE, INVALID, ValueShape, json_value_end
 from ooo_agent.sidecar.slots import normalize_schema
 
@@ -81,25 +82,20 @@ class ValueConstraint:
         text = self._text(generated)
         if self._allowed(text, generated, greedy):
             return greedy
-        # Stable: among equal scores the lower id first, as argmax breaks ties.
-        ranked = torch.argsort(logits, descending=True, stable=True)[: self.max_candidates]
-        padding: int | None = None
-        for token in ranked.tolist():
-            if token == greedy or not self._allowed(text, generated, token):
-                continue
-            if (
+
+        def blank(token: int) -> bool:
+            return (
                 token not in self.stop_ids
                 and not self._text([*generated, token])[len(text) :].strip()
-            ):
-                # Taken in place of a refused token, whitespace only puts the choice off.
-                padding = int(token) if padding is None else padding
-                continue
-            self.overrides += 1
-            return int(token)
-        if padding is not None:
-            self.overrides += 1
-            return padding
-        return greedy
+            )
+
+        token = runner_up(
+            logits, greedy, lambda t: self._allowed(text, generated, t), blank, self.max_candidates
+        )
+        if token is None:
+            return greedy
+        self.overrides += 1
+        return token
 
     def _allowed(self, text: str, generated: Sequence[int], token: int) -> bool:
         if token in self.stop_ids:
