@@ -236,20 +236,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="how the function-index and direct-call rows list the tools, as the adapter was "
         "trained (WaveOptions.tool_list); auto (default): the preset's own, else signatures",
     )
-    parser.add_argument(
-        "--required-values",
-        choices=("auto", "on", "off"),
-        default="auto",
-        help="on: a required parameter's row may not answer null (WaveOptions.required_values); "
-        "auto (default): the preset's own setting, else off",
-    )
-    parser.add_argument(
-        "--typed-values",
-        choices=("auto", "on", "off"),
-        default="auto",
-        help="on: each argument row is held to its parameter's schema (type, enum, array "
-        "elements; WaveOptions.typed_values); auto (default): the preset's own setting, else off",
-    )
+    steers = {
+        "--required-values": "a required parameter's row may not answer null "
+        "(WaveOptions.required_values)",
+        "--typed-values": "each argument row is held to its parameter's schema (type, enum, "
+        "array elements; WaveOptions.typed_values)",
+    }
+    for flag, effect in steers.items():
+        parser.add_argument(
+            flag,
+            choices=("auto", "on", "off"),
+            default="auto",
+            help=f"on: {effect}; auto (default): the preset's own setting, else off",
+        )
     parser.add_argument("--cache-dir", default=None, help="ooo-agent cache root")
     parser.add_argument(
         "--exclude-trained",
