@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from ooo_agent.cli import main
 from ooo_agent.errors import SidecarError
@@ -16,6 +17,7 @@ from ooo_agent.sidecar._wave import WaveAssembler, WavePlan, WaveReport
 from ooo_agent.sidecar.prompts import chatml_prompt
 from ooo_agent.sidecar.rows import SemanticRow
 from ooo_agent.train.eval_sidecar import (
+    SidecarEvalReport,
     SidecarPrediction,
     evaluate_sidecar,
     predict,
@@ -105,6 +107,46 @@ def test_metrics_on_hand_made_predictions() -> None:
         "baseline": {"value": 0.5, "hits": 1, "n": 2},
     }
     assert score_predictions(predictions, requests, {}).function_index.value is None
+
+
+def test_each_argument_miss_gets_one_class() -> None:
+    tool = _tool(
+        "book",
+        {
+            "city": {"type": "string"},
+            "nights": {"type": "integer"},
+            "guests": {"type": "integer"},
+            "note": {"type": "string"},
+            "pets": {"type": "boolean"},
+            "rooms": {"type": "integer"},
+            "floor": {"type": "integer"},
+        },
+    )
+    label = ("book", {"city": "Paris", "nights": 2, "guests": 3, "rooms": 1, "floor": 4})
+    answers = {
+        "0.city": '"paris"',  # case only
+        "0.nights": '"2"',  # a string where the schema says integer
+        "0.guests": "null",  # null where the target wrote a value
+        "0.note": '"late"',  # a value the target left out
+        "0.pets": "yes",  # not JSON
+        "0.rooms": "2",  # another value of the right type
+        "0.floor": "4",  # a hit
+    }
+    prediction = SidecarPrediction("r", {"function": "0", **answers}, Hint("book", {}))
+    scores = score_predictions([prediction], {"r": _request("r", [tool])}, {"r": label})
+    assert (scores.argument_exact.hits, scores.argument_exact.n) == (1, 7)
+    assert scores.to_dict()["argument_misses"] == {
+        "not_json": 1,
+        "null_for_value": 1,
+        "value_for_null": 1,
+        "wrong_type": 1,
+        "case_only": 1,
+        "other_value": 1,
+    }
+    report = SidecarEvalReport(scores={"target": scores})
+    printed = Console(record=True, width=120)
+    printed.print(render_table(report))
+    assert "miss: wrong type" in printed.export_text()
 
 
 # -- a scripted sidecar ----------------------------------------------------------------------

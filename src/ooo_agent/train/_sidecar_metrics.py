@@ -16,6 +16,12 @@ label call, so a metric compares exactly the answer the adapter was trained to g
 - **direct-call exact**: the direct-call row's JSON object has the label's name and arguments;
 - **hint exact**: the assembled hint (function + non-null slots that passed the slot check) is
   the label call with its null arguments left out — the hint a drafter would get.
+
+Each argument-exact miss is also given one class (:data:`MISS_CLASSES`, checked in that order):
+``not_json`` (the answer does not parse), ``null_for_value`` (``null`` where the label has a
+value), ``value_for_null`` (a value where the label leaves the argument out), ``wrong_type``
+(a value the parameter's schema refuses: :func:`~ooo_agent.sidecar.slots.slot_checker`),
+``case_only`` (strings that differ in case alone) and ``other_value``.
 """
 
 from __future__ import annotations
@@ -28,11 +34,29 @@ from typing import Any, ClassVar
 
 from ooo_agent.sidecar.base import Hint
 from ooo_agent.sidecar.rows import label_rows, parse_function_index, parse_slot_value
+from ooo_agent.sidecar.slots import SlotCheck, slot_checker
 from ooo_agent.train._sidecar_labels import Call
 from ooo_agent.train.examples import TrainRequest
 from ooo_agent.validate import canonical_arguments
 
-__all__ = ["ItemScore", "Rate", "SidecarPrediction", "SidecarScores", "score_predictions"]
+__all__ = [
+    "MISS_CLASSES",
+    "ItemScore",
+    "Rate",
+    "SidecarPrediction",
+    "SidecarScores",
+    "score_predictions",
+]
+
+MISS_CLASSES = (
+    "not_json",
+    "null_for_value",
+    "value_for_null",
+    "wrong_type",
+    "case_only",
+    "other_value",
+)
+"""Why an argument row missed its label (module docstring), in the order they are checked."""
 
 
 @dataclass
@@ -98,6 +122,8 @@ class SidecarScores:
     """How often each tool position is the label of a scored function-index row."""
     index_answers: Counter[str] = field(default_factory=Counter)
     """How often each position was answered (``"?"``: not a valid index)."""
+    argument_misses: Counter[str] = field(default_factory=Counter)
+    """Argument-exact misses by class (:data:`MISS_CLASSES`)."""
 
     @property
     def position_baseline(self) -> Rate:
@@ -122,6 +148,7 @@ class SidecarScores:
             "answer": dict(sorted(self.index_answers.items())),
             "baseline": self.position_baseline.to_dict(),
         }
+        data["argument_misses"] = {c: self.argument_misses[c] for c in MISS_CLASSES}
         data["mean_wave_seconds"] = self.mean_wave_seconds
         data["items"] = [asdict(item) for item in self.items]
         return data
@@ -164,8 +191,30 @@ def _hint_matches(hint: Hint, call: Call) -> bool:
     return canonical_arguments(hint.slots) == canonical_arguments(expected)
 
 
+def _miss_class(predicted: Any, expected: Any, wrong_type: bool) -> str:
+    """The class of an argument-row miss (:data:`MISS_CLASSES`)."""
+    if predicted is _GARBAGE:
+        return "not_json"
+    if predicted is None:
+        return "null_for_value"
+    if expected is None:
+        return "value_for_null"
+    if wrong_type:
+        return "wrong_type"
+    same_letters = (
+        isinstance(predicted, str)
+        and isinstance(expected, str)
+        and predicted.casefold() == expected.casefold()
+    )
+    return "case_only" if same_letters else "other_value"
+
+
 def _score_one(
-    prediction: SidecarPrediction, request: TrainRequest, call: Call, scores: SidecarScores
+    prediction: SidecarPrediction,
+    request: TrainRequest,
+    call: Call,
+    scores: SidecarScores,
+    check: SlotCheck,
 ) -> ItemScore:
     item = ItemScore(prediction.id)
     selected = request.tool_names.index(call[0]) if call[0] in request.tool_names else None
@@ -186,6 +235,14 @@ def _score_one(
                 scores.null_recall.add(predicted is None)
             if row.function_index == selected:
                 hit = _same_value(predicted, expected)
+                if not hit:
+                    wrong = (
+                        predicted not in (None, _GARBAGE)
+                        and row.function_index is not None
+                        and row.param is not None
+                        and check(row.function_index, row.param, predicted) is not None
+                    )
+                    scores.argument_misses[_miss_class(predicted, expected, wrong)] += 1
                 scores.argument_exact.add(hit)
                 item.argument_hits += int(hit)
                 item.argument_n += 1
@@ -218,7 +275,8 @@ def score_predictions(
         request = requests.get(prediction.id)
         if call is None or request is None:
             continue
-        scores.items.append(_score_one(prediction, request, call, scores))
+        check = slot_checker(request.tools)
+        scores.items.append(_score_one(prediction, request, call, scores, check))
         seconds.append(prediction.seconds)
     scores.requests = len(scores.items)
     scores.mean_wave_seconds = round(sum(seconds) / len(seconds), 3) if seconds else 0.0

@@ -46,7 +46,12 @@ from ooo_agent.train._sidecar_labels import (
     read_requests,
     request_fingerprint,
 )
-from ooo_agent.train._sidecar_metrics import SidecarPrediction, SidecarScores, score_predictions
+from ooo_agent.train._sidecar_metrics import (
+    MISS_CLASSES,
+    SidecarPrediction,
+    SidecarScores,
+    score_predictions,
+)
 
 if TYPE_CHECKING:
     from ooo_agent.models.presets import SidecarDefaults
@@ -180,6 +185,11 @@ def render_table(report: SidecarEvalReport) -> Table:
             rate = getattr(report.scores[name], metric)
             cells.append("–" if rate.value is None else f"{rate.value:.1%} ({rate.hits}/{rate.n})")
         table.add_row(metric.replace("_", " "), *cells)
+        if metric == "argument_exact":
+            for kind in MISS_CLASSES:
+                counts = [report.scores[n].argument_misses[kind] for n in names]
+                if any(counts):
+                    table.add_row(f"  miss: {kind.replace('_', ' ')}", *map(str, counts))
         if metric == "function_index":
             baselines = [report.scores[n].position_baseline for n in names]
             table.add_row(
