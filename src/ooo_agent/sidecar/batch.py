@@ -414,6 +414,8 @@ class _Run:
                 if banned:
                     logits[row, list(banned)] = float("-inf")
         tokens = logits.argmax(dim=-1)
+        if not self.constraints:
+            return tokens
         steered = [
             (b, self.constraints[row]) for b, row in enumerate(rows) if row in self.constraints
         ]

@@ -274,6 +274,7 @@ class HFSidecar:
             first, then = self._schedule(plan, assembler, cancel)
             if plan.choice_prompt is not None and then is not None and not first:
                 return []  # the chosen tool has no parameters: no row to ask
+            bans, constraints = self._steers(plan)
             return self.generator.generate(
                 prompts,
                 max_new_tokens=self.max_new_tokens,
@@ -281,47 +282,42 @@ class HFSidecar:
                 cancel=cancel,
                 first=first,
                 then=then,
-                first_token_bans=self._required_bans(plan),
-                constraints=self._value_constraints(plan),
+                first_token_bans=bans,
+                constraints=constraints,
             )
         except GenerationCancelled:
             raise
         except Exception as exc:
             raise SidecarError(f"sidecar generation failed: {type(exc).__name__}: {exc}") from exc
 
-    def _required_bans(self, plan: WavePlan) -> dict[int, list[int]] | None:
-        """``options.required_values``: for each row of a required parameter, the tokens
-        that would start ``null``."""
-        if not self.options.required_values:
-            return None
+    def _steers(
+        self, plan: WavePlan
+    ) -> tuple[dict[int, list[int]] | None, dict[int, ValueConstraint] | None]:
+        """The argument rows' decoding steers, in one pass over the rows: with
+        ``options.required_values``, for each row of a required parameter the tokens that would
+        start ``null`` (``first_token_bans``); with ``options.typed_values``, each row held to
+        its parameter's schema (``constraints``)."""
+        required_values, typed_values = self.options.required_values, self.options.typed_values
+        if not (required_values or typed_values):
+            return None, None
         bans: dict[int, list[int]] = {}
-        for i, row in enumerate(plan.rows):
-            if row.kind != "argument_value" or row.function_index is None:
-                continue
-            if row.param in _required_parameters(plan.request.tools[row.function_index]):
-                bans[i] = self.null_token_ids()
-        return bans
-
-    def _value_constraints(self, plan: WavePlan) -> dict[int, ValueConstraint] | None:
-        """``options.typed_values``: each argument row held to its parameter's schema."""
-        if not self.options.typed_values:
-            return None
-        decode = self.generator.decode
-        stops = self.generator.stop_token_ids
         constraints: dict[int, ValueConstraint] = {}
         for i, row in enumerate(plan.rows):
             if row.kind != "argument_value" or row.function_index is None or row.param is None:
                 continue
             tool = plan.request.tools[row.function_index]
-            schema = parameter_schemas(tool).get(row.param)
-            required = row.param in _required_parameters(tool)
-            constraints[i] = ValueConstraint(
-                schema if schema is not None else {},
-                decode,
-                stop_ids=stops,
-                null_ok=not (required and self.options.required_values),
-            )
-        return constraints
+            needs_value = required_values and row.param in _required_parameters(tool)
+            if needs_value:
+                bans[i] = self.null_token_ids()
+            if typed_values:
+                schema = parameter_schemas(tool).get(row.param)
+                constraints[i] = ValueConstraint(
+                    schema if schema is not None else {},
+                    self.generator.decode,
+                    stop_ids=self.generator.stop_token_ids,
+                    null_ok=not needs_value,
+                )
+        return (bans if required_values else None), (constraints if typed_values else None)
 
     def null_token_ids(self) -> list[int]:
         """Ids of the tokens a required parameter's answer may not start with: those an
