@@ -196,6 +196,21 @@ def test_decoding_steers_reach_a_local_sidecar_and_stay_lossless(
         assert "in this process" in capsys.readouterr().err
 
 
+def test_skip_measures_a_later_range_and_warms_up_beyond_it(
+    setup: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model_dir, data = setup
+    out = tmp_path / "out"
+    argv = ["bench", "--data", str(data), "--target", str(model_dir), "--max-new-tokens", "8",
+            "--modes", "vanilla", "--out", str(out)]  # fmt: skip
+    assert main([*argv, "--skip", "1", "--n", "1", "--warmup", "1"]) == 0
+    lines = [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()]
+    # tiny_0 skipped, tiny_1 measured, tiny_2 the warm-up beyond it.
+    assert [(r["item_id"], r["warmup"]) for r in lines] == [("tiny_2", True), ("tiny_1", False)]
+    assert main([*argv, "--skip", "-1"]) != 0
+    assert "--skip" in capsys.readouterr().err
+
+
 def test_ooo_without_a_sidecar_is_a_clear_error(
     setup: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -63,6 +63,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--n", type=int, default=20, help="measured requests per category (default 20)")
     add("--warmup", type=int, default=2, help="unmeasured warm-up requests (default 2)")
     add(
+        "--skip",
+        type=int,
+        default=0,
+        help="leave out the first SKIP items of each category (or --data file) before the "
+        "measured ones (default 0): measure a later range",
+    )
+    add(
         "--modes",
         type=_modes,
         default=None,
@@ -240,8 +247,8 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
     """``(measured, warm-up, notes)``: warm-ups follow the first category's measured items."""
     from ooo_agent.bench.datasets import load_bfcl, load_jsonl
 
-    if args.n < 1 or args.warmup < 0:
-        raise CliError("--n must be >= 1 and --warmup >= 0")
+    if args.n < 1 or args.warmup < 0 or args.skip < 0:
+        raise CliError("--n must be >= 1, --warmup and --skip >= 0")
     if args.sidecar_function_choice in ("scored", "calibrated") and args.sidecar_process:
         raise CliError(
             f"--sidecar-function-choice {args.sidecar_function_choice} needs the sidecar in "
@@ -261,10 +268,11 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
             "--constrain-*: mode hf-pld (transformers' generate) cannot constrain decoding"
         )
     if args.data:
-        pools = [load_jsonl(args.data)]
+        pools = [load_jsonl(args.data)[args.skip :]]
     else:
         categories = [c.strip() for c in args.categories.split(",") if c.strip()]
-        pools = [load_bfcl(c, limit=args.n + args.warmup) for c in categories]
+        wanted = args.skip + args.n + args.warmup
+        pools = [load_bfcl(c, limit=wanted)[args.skip :] for c in categories]
     measured = [item for pool in pools for item in pool[: args.n]]
     # Warm-ups come from beyond the measured range: measured outputs must not be in any
     # retrieval memory before they are measured.
