@@ -94,7 +94,7 @@ RECORDED = [
     '<tool_call>\n{"name": "get_order_status", "arguments": {"order_id": "A1002"}}\n</tool_call>',
     '<tool_call>\n{"name": "convert_currency", "arguments": {"amount": 250, "from_currency": "USD", "to_currency": "EUR"}}\n</tool_call>',
     '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lisbon", "unit": "celsius"}}\n</tool_call>',
-    '<tool_call>\n{"name": "refund_order", "arguments": {"order_id": "B2001", "amount": 19.99, "reason": "damaged"}}\n</tool_call>',
+    '<tool_call>\n{"name": "refund_order", "arguments": {"order_id": "B2001", "amount": 19.99, "reason": "damaged item"}}\n</tool_call>',
     '<tool_call>\n{"name": "get_order_status", "arguments": {"order_id": "D-9001"}}\n</tool_call>',
 ]
 
