@@ -300,6 +300,9 @@ def test_only_the_embedded_sidecar_steers_its_decoding_by_default() -> None:
     assert sidecar_required_values("some/folder") is False
     assert sidecar_wave_defaults("smollm2-135m-sidecar")["typed_values"] is True
     assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar")["typed_values"] is False
+    # And only it adds the request's words to its scored tool choice (§2.0y).
+    assert sidecar_wave_defaults("smollm2-135m-sidecar")["relevance_weight"] == 2.0
+    assert sidecar_wave_defaults("some/folder")["relevance_weight"] == 0.0
 
 
 def test_sidecar_wave_defaults_are_the_presets_own_else_the_method_as_published() -> None:
@@ -308,6 +311,7 @@ def test_sidecar_wave_defaults_are_the_presets_own_else_the_method_as_published(
 
     published = {
         "function_choice": "index",
+        "relevance_weight": 0.0,
         "tool_list": "signatures",
         "required_values": False,
         "typed_values": False,
@@ -317,6 +321,7 @@ def test_sidecar_wave_defaults_are_the_presets_own_else_the_method_as_published(
     embedded = PRESETS["smollm2-135m-sidecar"]
     assert sidecar_wave_defaults(embedded.name) == {
         "function_choice": embedded.function_choice,
+        "relevance_weight": embedded.relevance_weight,
         "tool_list": embedded.tool_list,
         "required_values": embedded.required_values,
         "typed_values": embedded.typed_values,

@@ -619,6 +619,10 @@ def test_bench_loads_an_adapter_only_folder_on_its_base(tmp_path: Path, tokenize
     with open_sidecar(str(folder), tool_list="described") as told:  # an adapter so trained
         assert isinstance(told.sidecar, HFSidecar)
         assert told.sidecar.options.tool_list == "described"
+    assert choice.sidecar.options.relevance_weight == 0.0  # not a preset: the sidecar alone
+    with open_sidecar(str(folder), function_choice="scored", relevance_weight=2.0) as weighed:
+        assert isinstance(weighed.sidecar, HFSidecar)
+        assert weighed.sidecar.options.relevance_weight == 2.0
     # A base recorded as another machine's path falls back to the embedded model; names stay.
     config["base_model_name_or_path"] = str(tmp_path / "gone" / "model")
     config_path.write_text(json.dumps(config))
@@ -741,6 +745,50 @@ def test_calibrated_choice_takes_out_each_names_content_free_prior(tokenizer: An
     assert lone.choice_prompt is None and lone.calibration_prompt is None  # nothing to choose
 
 
+def test_relevance_weight_adds_the_requests_words_to_the_scored_choice(tokenizer: Any) -> None:
+    from ooo_agent.sidecar.relevance import tool_relevance, with_relevance
+
+    asked = [{"role": "user", "content": "What time is it in Lima?"}]  # get_time's word
+    request = SidecarRequest(asked, TOOLS)
+    relevance = tool_relevance(asked, TOOLS)
+    assert relevance[1] > 0 == relevance[0]
+    flipped = 0
+    for seed in range(6):
+        model = make_model("qwen3", len(tokenizer), seed=seed)
+        scored = _direct_call_scores(
+            HFSidecar(model, tokenizer, options=WaveOptions(function_choice="scored")),
+            model,
+            asked,
+        )
+        for weight in (0.5, 50.0):
+            options = WaveOptions(function_choice="scored", relevance_weight=weight)
+            sidecar = HFSidecar(model, tokenizer, options=options)
+            combined = with_relevance(scored, relevance, weight)
+            assert abs(combined[0] - combined[1]) > 1e-3, "a near-tie would test noise"
+            chosen = max(range(2), key=combined.__getitem__)
+            report = anyio.run(sidecar.run_wave, request, HintBox())
+            assert report.answers["function"] == str(chosen)
+            assert report.hint.function == TOOLS[chosen]["function"]["name"]
+            if weight == 50.0:
+                assert chosen == 1  # words this plain outvote a random model
+                flipped += max(range(2), key=scored.__getitem__) != 1
+        # A request that shares no word with any tool: the sidecar's own choice stands.
+        plain = [{"role": "user", "content": "Hello there"}]
+        alone = _direct_call_scores(
+            HFSidecar(model, tokenizer, options=WaveOptions(function_choice="scored")),
+            model,
+            plain,
+        )
+        options = WaveOptions(function_choice="scored", relevance_weight=50.0)
+        report = anyio.run(
+            HFSidecar(model, tokenizer, options=options).run_wave,
+            SidecarRequest(plain, TOOLS),
+            HintBox(),
+        )
+        assert report.answers["function"] == str(max(range(2), key=alone.__getitem__))
+    assert flipped, "no seed where the words change the choice: the test shows nothing"
+
+
 def test_required_values_keep_a_required_parameters_row_from_answering_null(
     tokenizer: Any,
 ) -> None:
@@ -832,6 +880,7 @@ def test_the_embedded_sidecar_scores_tool_names_by_default() -> None:
     assert sidecar.options.tool_list == sidecar_tool_list("smollm2-135m-sidecar")
     assert sidecar.options.required_values is True
     assert sidecar.options.typed_values is True
+    assert sidecar.options.relevance_weight == 2.0
     messages = [{"role": "user", "content": "What time is it in Tokyo right now?"}]
     report = sidecar.run_wave_sync(SidecarRequest(messages, TOOLS), HintBox())
     assert report.arrivals[0] == "function"

@@ -213,6 +213,7 @@ def open_sidecar(
     follow_target: bool = True,
     follow_wait_s: float = 0.0,
     function_choice: str = "auto",
+    relevance_weight: float | None = None,
     tool_list: str = "auto",
     required_values: str = "auto",
     typed_values: str = "auto",
@@ -225,7 +226,8 @@ def open_sidecar(
     sidecar behind HTTP always gets every row in one request. ``follow_target`` and
     ``follow_wait_s`` are ``WaveOptions``' (every model-backed sidecar); ``function_choice``
     too (``scored`` / ``calibrated`` only in this process: they need the model's
-    log-probabilities; ``auto``: a preset's own choice in this process, else ``index``) and
+    log-probabilities; ``auto``: a preset's own choice in this process, else ``index``),
+    ``relevance_weight`` (``None``: a preset's own with its own choice, else 0) and
     ``tool_list`` (``auto``: a preset's own listing, else ``signatures``) and
     ``required_values`` and ``typed_values`` (``on`` / ``off``; ``auto``: a preset's own
     setting in this process, else off — they steer the sidecar's own decoding).
@@ -242,6 +244,10 @@ def open_sidecar(
     elif not in_process:
         # Scoring needs the model's log-probabilities: only a sidecar in this process.
         fields["function_choice"] = "index"
+    if relevance_weight is not None:
+        fields["relevance_weight"] = relevance_weight
+    elif fields["function_choice"] == "index":
+        fields["relevance_weight"] = 0.0  # no scores to add it to
     if tool_list != "auto":
         # The listing the model was trained on, wherever it runs (an HTTP child gets the
         # prompts this process builds).

@@ -155,6 +155,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "the embedded sidecar), else index",
     )
     add(
+        "--sidecar-relevance-weight",
+        type=float,
+        default=None,
+        metavar="W",
+        help="with a scored or calibrated choice, how much the request's own words count: "
+        "W times the log-softmax of each tool's lexical relevance is added to the sidecar's "
+        "(WaveOptions.relevance_weight); 0 turns it off; default: the preset's own (2 for the "
+        "embedded sidecar), else 0",
+    )
+    add(
         "--sidecar-tool-list",
         choices=("auto", "signatures", "described"),
         default="auto",
@@ -342,7 +352,8 @@ async def _run(args: argparse.Namespace) -> int:
         dtype=_loading.resolve_sidecar_dtype(args.sidecar_dtype, device),
         schedule=args.sidecar_schedule, follow_target=args.sidecar_follow == "on",
         follow_wait_s=args.sidecar_follow_wait,
-        function_choice=args.sidecar_function_choice, tool_list=args.sidecar_tool_list,
+        function_choice=args.sidecar_function_choice,
+        relevance_weight=args.sidecar_relevance_weight, tool_list=args.sidecar_tool_list,
         required_values=args.sidecar_required_values, typed_values=args.sidecar_typed_values,
     ) as choice:  # fmt: skip
         if choice.note:
@@ -429,6 +440,9 @@ async def _run(args: argparse.Namespace) -> int:
             "sidecar_follow_wait_s": args.sidecar_follow_wait,
             "sidecar_function_choice": getattr(
                 getattr(choice.sidecar, "options", None), "function_choice", None
+            ),
+            "sidecar_relevance_weight": getattr(
+                getattr(choice.sidecar, "options", None), "relevance_weight", None
             ),
             "sidecar_tool_list": getattr(
                 getattr(choice.sidecar, "options", None), "tool_list", None

@@ -80,6 +80,9 @@ class Preset:
     function_choice: FunctionChoice = "index"
     """Sidecars: how ``HFSidecar.from_preset`` picks the tool by default
     (``WaveOptions.function_choice``)."""
+    relevance_weight: float = 0.0
+    """Sidecars: how much the request's own words count in a scored tool choice by default
+    (``WaveOptions.relevance_weight``)."""
     tool_list: Literal["signatures", "described"] = "signatures"
     """Sidecars: how the wave's function-index and direct-call rows list the tools, the format
     the adapter was trained on (``WaveOptions.tool_list``)."""
@@ -133,6 +136,9 @@ PRESETS: dict[str, Preset] = {
             # "calibrated" picks the target's tool more often still, but its second scoring
             # pass costs as many target forwards as it saves on this CPU (§2.0s).
             function_choice="scored",
+            # The request's own words as a prior on that choice: the target's tool on 94.3 %
+            # of BFCL `multiple` requests instead of 74.1 %, at no model cost (§2.0y).
+            relevance_weight=2.0,
             # A required parameter's row gives a value, never null (§2.0t).
             required_values=True,
             # Each argument row writes a value its parameter's schema accepts (§2.0v).
@@ -167,6 +173,7 @@ class SidecarDefaults(TypedDict):
     helps it): ``WaveOptions(**sidecar_wave_defaults(spec))``."""
 
     function_choice: FunctionChoice
+    relevance_weight: float
     tool_list: Literal["signatures", "described"]
     required_values: bool
     typed_values: bool
@@ -178,11 +185,13 @@ _PUBLISHED = Preset(name="", role="sidecar", base="")
 
 def sidecar_wave_defaults(spec: str) -> SidecarDefaults:
     """The ``WaveOptions`` fields a sidecar named ``spec`` gets by default: a preset's own
-    ``function_choice``, ``tool_list``, ``required_values`` and ``typed_values``; for
-    anything else the method as published (``index``, ``signatures``, neither steer)."""
+    ``function_choice``, ``relevance_weight``, ``tool_list``, ``required_values`` and
+    ``typed_values``; for anything else the method as published (``index``, no relevance,
+    ``signatures``, neither steer)."""
     preset = PRESETS.get(spec, _PUBLISHED)
     return SidecarDefaults(
         function_choice=preset.function_choice,
+        relevance_weight=preset.relevance_weight,
         tool_list=preset.tool_list,
         required_values=preset.required_values,
         typed_values=preset.typed_values,

@@ -4,7 +4,9 @@
   the rows' shared prefix computed once (extra ``hf``);
 * :class:`OpenAISidecar` — over an OpenAI-compatible ``/v1/completions`` server (vLLM with the
   adapter as a LoRA module, or ``ooo-agent serve-sidecar``);
-* :mod:`ooo_agent.sidecar.rows` — the semantic-row prompts the adapter was trained on.
+* :mod:`ooo_agent.sidecar.rows` — the semantic-row prompts the adapter was trained on;
+* :func:`tool_relevance` — the request's own words as a prior on the tool choice
+  (``WaveOptions.relevance_weight``).
 
 ``HFSidecar`` is loaded on first attribute access, so importing this package stays light.
 """
@@ -18,6 +20,7 @@ from ooo_agent.sidecar._wave import FunctionChoice, WaveOptions, WaveReport
 from ooo_agent.sidecar.base import Hint, HintBox, Sidecar, SidecarRequest
 from ooo_agent.sidecar.openai import OpenAISidecar
 from ooo_agent.sidecar.prompts import PromptTemplate, chatml_prompt, template_from_tokenizer
+from ooo_agent.sidecar.relevance import tool_relevance
 from ooo_agent.sidecar.rows import SemanticRow, assemble_hint, build_wave_rows
 from ooo_agent.sidecar.slots import SlotCheck, normalize_schema, slot_checker
 
@@ -58,4 +61,5 @@ __all__ = [
     "normalize_schema",
     "slot_checker",
     "template_from_tokenizer",
+    "tool_relevance",
 ]

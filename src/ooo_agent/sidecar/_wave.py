@@ -103,6 +103,13 @@ class WaveOptions:
             the request (docs/benchmarks.md §2.0s). The prior depends only on the tools, so a
             backend computes it once per tool set. Both need the model's log-probabilities:
             in-process sidecars only.
+        relevance_weight: with a ``scored`` or ``calibrated`` choice, how much the request's
+            own words count: the choice maximises the log-softmax of the sidecar's name scores
+            plus ``relevance_weight`` times the log-softmax of each tool's lexical relevance
+            (:func:`~ooo_agent.sidecar.relevance.tool_relevance`: words of the user's messages
+            shared with the tool's name and description, weighted by their rarity among the
+            offered tools). 0 (the default): the sidecar's scores alone. No model call; the
+            embedded sidecar's preset uses 2 (docs/benchmarks.md §2.0y).
         tool_list: how the function-index and direct-call rows list the tools — the format the
             sidecar model was trained on (:data:`~ooo_agent.sidecar.rows.ToolList`).
             ``signatures`` (the published format, the upstream adapter's) or ``described``
@@ -127,6 +134,7 @@ class WaveOptions:
     follow_target: bool = True
     follow_wait_s: float = 0.0
     function_choice: FunctionChoice = "index"
+    relevance_weight: float = 0.0
     tool_list: ToolList = "signatures"
     required_values: bool = False
     typed_values: bool = False
@@ -142,6 +150,13 @@ class WaveOptions:
             raise ValueError(
                 f"unknown function_choice {self.function_choice!r} "
                 f"({', '.join(FUNCTION_CHOICES)})"
+            )
+        if not self.relevance_weight >= 0:  # also refuses NaN
+            raise ValueError(f"relevance_weight must be at least 0, not {self.relevance_weight}")
+        if self.relevance_weight and self.function_choice == "index":
+            raise ValueError(
+                "relevance_weight needs function_choice 'scored' or 'calibrated' (the "
+                "function-index row gives no scores to add it to)"
             )
         if self.tool_list not in TOOL_LISTS:
             raise ValueError(f"unknown tool_list {self.tool_list!r} (signatures or described)")

@@ -32,6 +32,7 @@ from ooo_agent.sidecar._wave import WaveAssembler, WaveOptions, WavePlan, WaveRe
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
 from ooo_agent.sidecar.batch import GenerationCancelled, RowResult, SharedPrefixGenerator
 from ooo_agent.sidecar.prompts import PromptTemplate, template_from_tokenizer
+from ooo_agent.sidecar.relevance import tool_relevance, with_relevance
 from ooo_agent.sidecar.rows import direct_call_start, parse_function_index, tool_signatures
 from ooo_agent.sidecar.slots import parameter_schemas
 from ooo_agent.sidecar.values import ValueConstraint
@@ -221,14 +222,30 @@ class HFSidecar:
         self, plan: WavePlan, assembler: WaveAssembler, cancel: threading.Event | None
     ) -> None:
         """``function_choice="scored"``: the tool whose name starts the likeliest direct call;
-        ``"calibrated"``: the likeliest after each name's content-free prior is subtracted."""
+        ``"calibrated"``: the likeliest after each name's content-free prior is subtracted;
+        either with ``options.relevance_weight`` times the tools' lexical relevance added."""
         assert plan.choice_prompt is not None
         names = [name for name, _ in tool_signatures(plan.request.tools)]
         scores = self._name_scores(plan.choice_prompt, names, cancel)
         if plan.calibration_prompt is not None:
             prior = self._prior(plan.calibration_prompt, names, cancel)
             scores = [score - p for score, p in zip(scores, prior, strict=True)]
+        if self.options.relevance_weight:
+            relevance = tool_relevance(plan.request.messages, plan.request.tools)
+            scores = with_relevance(scores, relevance, self.options.relevance_weight)
         assembler.choose(max(range(len(scores)), key=scores.__getitem__))
+
+    def tool_choice_scores(self, request: SidecarRequest) -> tuple[list[float], list[float]]:
+        """What a scored or calibrated choice reads, for inspection: each offered tool's name
+        score after the request's direct-call prompt, and under the content-free request (the
+        prior ``calibrated`` subtracts). Not cached; the listing is ``options.tool_list``."""
+        options = WaveOptions(function_choice="calibrated", tool_list=self.options.tool_list)
+        plan = WavePlan.build(request, self.template, options)
+        if plan.choice_prompt is None or plan.calibration_prompt is None:
+            raise ValueError("a tool choice needs two or more offered tools")
+        names = [name for name, _ in tool_signatures(request.tools)]
+        scored = self._name_scores(plan.choice_prompt, names, None)
+        return scored, self._name_scores(plan.calibration_prompt, names, None)
 
     def _name_scores(
         self, prompt: str, names: list[str], cancel: threading.Event | None

@@ -240,6 +240,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "choice (scored for the embedded sidecar), else index",
     )
     parser.add_argument(
+        "--relevance-weight",
+        type=float,
+        default=None,
+        metavar="W",
+        help="with a scored or calibrated choice, W times the log-softmax of each tool's "
+        "lexical relevance to the request is added to the sidecar's name scores "
+        "(WaveOptions.relevance_weight); 0: the sidecar's scores alone; default: the preset's "
+        "own (2 for the embedded sidecar) with its own choice, else 0",
+    )
+    parser.add_argument(
         "--tool-list",
         choices=("auto", "signatures", "described"),
         default="auto",
@@ -323,14 +333,19 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 
 def wave_fields(args: argparse.Namespace) -> SidecarDefaults:
-    """The sidecar's ``WaveOptions`` fields from ``--function-choice``, ``--tool-list``,
-    ``--required-values`` and ``--typed-values``; each ``auto`` is the preset's own setting
+    """The sidecar's ``WaveOptions`` fields from ``--function-choice``, ``--relevance-weight``,
+    ``--tool-list``, ``--required-values`` and ``--typed-values``; each ``auto`` (or absent
+    weight) is the preset's own setting
     (:func:`~ooo_agent.models.presets.sidecar_wave_defaults`), else the method as published."""
     from ooo_agent.models.presets import sidecar_wave_defaults
 
     fields = sidecar_wave_defaults(args.sidecar)
     if args.function_choice != "auto":
         fields["function_choice"] = cast(FunctionChoice, args.function_choice)
+    if args.relevance_weight is not None:
+        fields["relevance_weight"] = args.relevance_weight
+    elif fields["function_choice"] == "index":
+        fields["relevance_weight"] = 0.0  # the function-index row gives no scores to add it to
     if args.tool_list != "auto":
         fields["tool_list"] = cast(Literal["signatures", "described"], args.tool_list)
     if args.required_values != "auto":

@@ -1,0 +1,197 @@
+"""How often each way of choosing the tool picks the target's (and the gold) tool.
+
+For every request of a label file that offers two or more tools and has a labelled target
+call naming one of them (``python -m ooo_agent.train.eval_target ... --labels-out X.jsonl``, or
+a ``sidecar_data`` run's ``labels.jsonl``), the sidecar scores each tool name once after the
+direct-call prompt and once under the content-free request; every choice rule is then applied
+to the same scores:
+
+- ``scored`` and ``calibrated`` (``WaveOptions.function_choice``),
+- ``relevance``: the request's words alone (``ooo_agent.sidecar.relevance``, no model),
+- ``scored + W·relevance`` and ``calibrated + W·relevance`` for each ``--weights`` value
+  (``WaveOptions.relevance_weight``),
+
+    python benchmarks/tool_choice.py --labels m200-labels.jsonl
+    python benchmarks/tool_choice.py --labels runs/sidecar-data10/labels.jsonl \\
+        --exclude adapters/smollm2-135m-sidecar/training_requests.txt --limit 300
+
+``--exclude`` leaves out the requests a sidecar trained on (its ``training_requests.txt``):
+the set on which to choose a weight before looking at an evaluation set. The sidecar runs in
+float32, so the scores are the same on any CPU (``ooo-agent eval-sidecar --dtype auto`` takes
+bfloat16 where the CPU has native kernels).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from ooo_agent.sidecar.relevance import tool_relevance, with_relevance
+
+
+@dataclass
+class Scored:
+    """One request's tool scores and labels."""
+
+    id: str
+    names: list[str]
+    scored: list[float]
+    prior: list[float]
+    relevance: list[float]
+    target: str
+    gold: str | None
+
+
+def _argmax(values: Sequence[float]) -> int:
+    return max(range(len(values)), key=values.__getitem__)
+
+
+def rules(weights: Sequence[float]) -> list[str]:
+    """The rule names :func:`choose` knows, in table order."""
+    names = ["scored", "calibrated", "relevance"]
+    for weight in weights:
+        names += [f"scored + {weight:g}·relevance", f"calibrated + {weight:g}·relevance"]
+    return names
+
+
+def choose(record: Scored, weights: Sequence[float]) -> dict[str, str]:
+    """The tool each rule picks for ``record``."""
+    calibrated = [s - p for s, p in zip(record.scored, record.prior, strict=True)]
+    picks = {
+        "scored": _argmax(record.scored),
+        "calibrated": _argmax(calibrated),
+        "relevance": _argmax(record.relevance),
+    }
+    for weight in weights:
+        picks[f"scored + {weight:g}·relevance"] = _argmax(
+            with_relevance(record.scored, record.relevance, weight)
+        )
+        picks[f"calibrated + {weight:g}·relevance"] = _argmax(
+            with_relevance(calibrated, record.relevance, weight)
+        )
+    return {rule: record.names[index] for rule, index in picks.items()}
+
+
+def table(records: Sequence[Scored], weights: Sequence[float]) -> list[dict[str, Any]]:
+    """Per rule: hits against the target's tool and against gold (where gold names one)."""
+    rows = []
+    for rule in rules(weights):
+        target = gold = gold_n = 0
+        for record in records:
+            pick = choose(record, weights)[rule]
+            target += pick == record.target
+            if record.gold is not None:
+                gold_n += 1
+                gold += pick == record.gold
+        rows.append({"rule": rule, "target": target, "gold": gold, "gold_n": gold_n})
+    return rows
+
+
+def fingerprint(request: Mapping[str, Any]) -> str:
+    """The request's fingerprint as a sidecar's ``training_requests.txt`` records it."""
+    from ooo_agent.train._sidecar_labels import request_fingerprint
+
+    return request_fingerprint(
+        SimpleNamespace(messages=request["messages"], tools=request["tools"])
+    )  # type: ignore[arg-type]
+
+
+def labelled(path: Path, exclude: set[str], limit: int | None) -> Iterable[Mapping[str, Any]]:
+    """The label file's requests a choice is asked for (two or more tools, a target call
+    naming one of them, not excluded), at most ``limit``."""
+    taken = 0
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if limit is not None and taken >= limit:
+                return
+            request = json.loads(line)
+            call = request.get("target_call")
+            names = [tool["function"]["name"] for tool in request["tools"]]
+            if not call or len(names) < 2 or call["name"] not in names:
+                continue
+            if exclude and fingerprint(request) in exclude:
+                continue
+            taken += 1
+            yield request
+
+
+def score_requests(sidecar: Any, requests: Iterable[Mapping[str, Any]]) -> list[Scored]:
+    """Each request's name scores (``HFSidecar.tool_choice_scores``) and relevance."""
+    from ooo_agent.sidecar.base import SidecarRequest
+
+    records = []
+    for request in requests:
+        messages, tools = request["messages"], request["tools"]
+        scored, prior = sidecar.tool_choice_scores(SidecarRequest(messages, tools))
+        calls = request.get("calls") or []
+        records.append(
+            Scored(
+                id=request["id"],
+                names=[tool["function"]["name"] for tool in tools],
+                scored=scored,
+                prior=prior,
+                relevance=tool_relevance(messages, tools),
+                target=request["target_call"]["name"],
+                gold=calls[0]["name"] if calls else None,
+            )
+        )
+    return records
+
+
+def _excluded(path: Path | None) -> set[str]:
+    """The request fingerprints a ``training_requests.txt`` lists (``<fingerprint>\\t<id>``
+    lines: ids alone can name different requests in different data draws)."""
+    if path is None:
+        return set()
+    return {line.split("\t")[0] for line in path.read_text(encoding="utf-8").splitlines() if line}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--labels", type=Path, required=True, help="label file (jsonl)")
+    parser.add_argument("--sidecar", default="smollm2-135m-sidecar", help="preset or folder")
+    parser.add_argument("--exclude", type=Path, default=None, help="training_requests.txt")
+    parser.add_argument("--limit", type=int, default=None, help="at most N requests")
+    parser.add_argument("--weights", default="0.5,1,2,4", help="relevance weights to try")
+    parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument("--out", type=Path, default=None, help="JSON report")
+    args = parser.parse_args(argv)
+    weights = [float(w) for w in args.weights.split(",") if w.strip()]
+
+    import torch
+
+    from ooo_agent.models.presets import PRESETS, attach_adapter, load_base
+    from ooo_agent.sidecar.hf import HFSidecar
+
+    torch.set_num_threads(args.threads)
+    if args.sidecar in PRESETS:
+        sidecar = HFSidecar.from_preset(args.sidecar, dtype=torch.float32, num_threads=args.threads)
+    else:  # an adapter folder on the embedded base, listing tools as the preset does
+        model, tokenizer = load_base("smollm2-135m-instruct", dtype=torch.float32)
+        model = attach_adapter(model, Path(args.sidecar), merge=True)
+        sidecar = HFSidecar(model, tokenizer, num_threads=args.threads)
+    requests = labelled(args.labels, _excluded(args.exclude), args.limit)
+    records = score_requests(sidecar, requests)
+    rows = table(records, weights)
+    n = len(records)
+    print(f"{n} requests with a choice ({args.labels})")
+    for row in rows:
+        gold = f"{row['gold']}/{row['gold_n']}" if row["gold_n"] else "-"
+        print(
+            f"{row['rule']:34s} target {row['target']:4d}/{n} {row['target'] / max(n, 1):6.1%}  gold {gold}"
+        )
+    if args.out is not None:
+        report = {"labels": str(args.labels), "requests": n, "weights": weights, "rules": rows}
+        report["items"] = [record.__dict__ for record in records]
+        args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""How much a request's own words point at each offered tool: a lexical prior for the tool choice.
+
+A small sidecar tells tools apart by what its weights learned of their names; the request
+often names the tool outright ("the *area* of a *circle*" for ``geometry.circle_area``). This
+module scores each tool by the words it shares with the user's messages, weighted by how rare
+each word is among the offered tools (a word every tool has tells nothing), a name's words
+a name's word counting twice and a description's once (a word in both: three times). No parameter is fitted to any data set.
+
+:func:`tool_relevance` is what ``WaveOptions(relevance_weight=...)`` adds to a scored or
+calibrated choice (docs/benchmarks.md §2.0y).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "NAME_WEIGHT",
+    "STOPWORDS",
+    "log_softmax",
+    "relevance_terms",
+    "tool_relevance",
+    "with_relevance",
+]
+
+NAME_WEIGHT = 2.0
+"""A word shared with the tool's name counts this many times (its description's words count
+once; a word in both counts for both)."""
+
+STOPWORDS = frozenset(
+    {
+        # English function words and question words
+        *("the", "and", "for", "with", "from", "that", "this", "are", "was", "what"),
+        *("which", "who", "how", "can", "you", "will", "into", "about"),
+        # verbs and nouns every tool list is full of
+        *("find", "get", "given", "number", "value", "list", "name", "type", "default"),
+        "function",
+        # the boilerplate of benchmark tool descriptions
+        *("python", "syntax", "note", "provided"),
+    }
+)
+"""Words that never count (beside every word of two letters or fewer)."""
+
+_CAMEL = re.compile(r"([a-z])([A-Z])")
+_WORD = re.compile(r"[a-z0-9]+")
+_SUFFIXES = ("ing", "es", "s", "ed")
+
+
+def _stem(word: str) -> str:
+    """A light suffix strip (``-ing``, ``-es``, ``-s``, ``-ed``) that keeps four letters or more:
+    ``orders`` and ``order`` meet, ``booking`` and ``book`` too."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+def relevance_terms(text: str) -> set[str]:
+    """The words of ``text`` that count: camelCase, dots and underscores split, lower-cased,
+    :data:`STOPWORDS` and words of two letters or fewer dropped, suffixes stripped."""
+    spaced = _CAMEL.sub(r"\1 \2", text).replace("_", " ").replace(".", " ")
+    return {_stem(w) for w in _WORD.findall(spaced.lower()) if len(w) > 2 and w not in STOPWORDS}
+
+
+def _user_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    parts = []
+    for message in messages:
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            parts.append(content)
+        elif isinstance(content, list):  # content parts: only the text ones
+            parts.extend(
+                str(part.get("text", ""))
+                for part in content
+                if isinstance(part, Mapping) and part.get("type") == "text"
+            )
+    return " ".join(parts)
+
+
+def tool_relevance(
+    messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+) -> list[float]:
+    """One score per tool (OpenAI tool dicts, in order): the sum over the user's words that
+    the tool's name or description shares of ``idf(word)`` — :data:`NAME_WEIGHT` times for the
+    name's words plus once for the description's — where ``idf(w) = ln((n + 1) / (df(w) + 0.5))`` over the ``n`` offered tools.
+    All zeros when the request shares no counted word with any tool."""
+    request = relevance_terms(_user_text(messages))
+    names: list[set[str]] = []
+    descriptions: list[set[str]] = []
+    for tool in tools:
+        function = tool.get("function", tool)
+        names.append(relevance_terms(str(function.get("name", ""))))
+        descriptions.append(relevance_terms(str(function.get("description") or "")))
+    documents = [name | description for name, description in zip(names, descriptions, strict=True)]
+    frequency: Counter[str] = Counter()
+    for document in documents:
+        frequency.update(document)
+    n = len(tools)
+
+    def idf(word: str) -> float:
+        return math.log((n + 1) / (frequency[word] + 0.5))
+
+    return [
+        NAME_WEIGHT * sum(idf(w) for w in request & name)
+        + sum(idf(w) for w in request & description)
+        for name, description in zip(names, descriptions, strict=True)
+    ]
+
+
+def log_softmax(scores: Sequence[float]) -> list[float]:
+    """``scores`` as log-probabilities of one choice among them (stable for any magnitude)."""
+    top = max(scores)
+    total = math.log(sum(math.exp(s - top) for s in scores))
+    return [s - top - total for s in scores]
+
+
+def with_relevance(
+    scores: Sequence[float], relevance: Sequence[float], weight: float
+) -> list[float]:
+    """A choice's scores with the tools' relevance added: ``log_softmax(scores) + weight *
+    log_softmax(relevance)`` — a product of the two as distributions over the tools, the
+    relevance raised to ``weight``. Equal relevance everywhere leaves the order of ``scores``."""
+    if len(scores) != len(relevance):
+        raise ValueError(f"{len(scores)} scores but {len(relevance)} relevance values")
+    if not scores:
+        return []
+    return [
+        s + weight * r for s, r in zip(log_softmax(scores), log_softmax(relevance), strict=True)
+    ]
