@@ -196,6 +196,33 @@ def test_decoding_steers_reach_a_local_sidecar_and_stay_lossless(
         assert "in this process" in capsys.readouterr().err
 
 
+def test_relevance_weight_needs_a_scored_choice_in_this_process(
+    setup: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model_dir, _ = setup
+    extra = ("--sidecar", str(model_dir), "--modes", "vanilla,ooo")
+    scored = ("--sidecar-function-choice", "scored")
+    out = tmp_path / "out"
+    assert _bench(setup, out, *extra, *scored, "--sidecar-relevance-weight", "2") == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["settings"]["sidecar_relevance_weight"] == 2.0
+    assert {m["mode"]: m for m in summary["modes"]}["ooo"]["identity"] == 1.0
+    assert _bench(setup, tmp_path / "auto", *extra) == 0  # a folder is no preset: 0
+    summary = json.loads((tmp_path / "auto" / "summary.json").read_text())
+    assert summary["settings"]["sidecar_relevance_weight"] == 0.0
+    refused = (
+        ("--sidecar-process",),
+        ("--sidecar", "http://127.0.0.1:9"),
+        ("--sidecar-function-choice", "index"),
+    )
+    for where in refused:
+        status = _bench(setup, tmp_path / "no", *extra, *where, "--sidecar-relevance-weight", "2")
+        assert status != 0
+        assert "in this process" in capsys.readouterr().err
+    assert _bench(setup, tmp_path / "no", *extra, *scored, "--sidecar-relevance-weight", "-1")
+    assert "at least 0" in capsys.readouterr().err
+
+
 def test_skip_measures_a_later_range_and_warms_up_beyond_it(
     setup: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -300,6 +300,13 @@ def test_cli_refuses_training_requests_and_bad_input(
     (tmp_path / "r.json").unlink()
     assert main(["eval-sidecar", "--sidecar", str(tmp_path / "nothing"), *common]) == 1
     assert "neither a LoRA adapter folder" in capsys.readouterr().err
+    # A relevance weight needs scores to add it to; refused before anything loads.
+    weighted = ["--sidecar", str(adapter), *common, "--relevance-weight", "2"]
+    assert main(["eval-sidecar", *weighted]) == 1  # a folder's choice is the index row
+    assert "needs function_choice" in capsys.readouterr().err
+    assert main(["eval-sidecar", *weighted[:-1], "-1", "--function-choice", "scored"]) == 1
+    assert "at least 0" in capsys.readouterr().err
+    assert not (tmp_path / "r.json").exists()
     plain = tmp_path / "plain.jsonl"
     plain.write_text(json.dumps(items[1].request.to_dict()) + "\n")
     argv = ["eval-sidecar", "--sidecar", str(adapter), "--base", str(base), "--requests",

@@ -266,6 +266,15 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
             "--sidecar-process"
         )
     remote = str(args.sidecar).startswith(("http://", "https://"))
+    weight = args.sidecar_relevance_weight
+    if weight is not None and not weight >= 0:
+        raise CliError(f"--sidecar-relevance-weight must be at least 0, not {weight}")
+    if weight and (args.sidecar_process or remote or args.sidecar_function_choice == "index"):
+        raise CliError(
+            "--sidecar-relevance-weight is added to a scored or calibrated tool choice: it "
+            "needs the sidecar model in this process (not --sidecar-process, not an HTTP "
+            "sidecar) and not --sidecar-function-choice index"
+        )
     for flag in ("required_values", "typed_values"):
         if getattr(args, f"sidecar_{flag}") == "on" and (args.sidecar_process or remote):
             raise CliError(

@@ -282,6 +282,10 @@ def run_from_args(args: argparse.Namespace) -> int:
     """Run ``ooo-agent eval-sidecar``; errors are ooo-agent exceptions the CLI prints."""
     if args.n is not None and args.n < 1:
         raise DatasetError("--n must be at least 1")
+    try:
+        WaveOptions(**wave_fields(args))  # refuse impossible flags before loading anything
+    except ValueError as exc:
+        raise SidecarError(f"eval-sidecar: {exc}") from None
     items, _ = read_requests(args.requests)
     items = items[: args.n] if args.n is not None else items
     which: list[LabelSet] = ["target", "gold"] if args.labels == "both" else [args.labels]
