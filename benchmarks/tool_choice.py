@@ -183,9 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{n} requests with a choice ({args.labels})")
     for row in rows:
         gold = f"{row['gold']}/{row['gold_n']}" if row["gold_n"] else "-"
-        print(
-            f"{row['rule']:34s} target {row['target']:4d}/{n} {row['target'] / max(n, 1):6.1%}  gold {gold}"
-        )
+        share = row["target"] / max(n, 1)
+        print(f"{row['rule']:34s} target {row['target']:4d}/{n} {share:6.1%}  gold {gold}")
     if args.out is not None:
         report = {"labels": str(args.labels), "requests": n, "weights": weights, "rules": rows}
         report["items"] = [record.__dict__ for record in records]

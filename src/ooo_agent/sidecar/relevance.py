@@ -3,8 +3,9 @@
 A small sidecar tells tools apart by what its weights learned of their names; the request
 often names the tool outright ("the *area* of a *circle*" for ``geometry.circle_area``). This
 module scores each tool by the words it shares with the user's messages, weighted by how rare
-each word is among the offered tools (a word every tool has tells nothing), a name's words
-a name's word counting twice and a description's once (a word in both: three times). No parameter is fitted to any data set.
+each word is among the offered tools (a word every tool has tells nothing), a name's word
+counting twice and a description's once (a word in both: three times). No parameter is fitted
+to any data set.
 
 :func:`tool_relevance` is what ``WaveOptions(relevance_weight=...)`` adds to a scored or
 calibrated choice (docs/benchmarks.md §2.0y).
@@ -88,8 +89,9 @@ def tool_relevance(
 ) -> list[float]:
     """One score per tool (OpenAI tool dicts, in order): the sum over the user's words that
     the tool's name or description shares of ``idf(word)`` — :data:`NAME_WEIGHT` times for the
-    name's words plus once for the description's — where ``idf(w) = ln((n + 1) / (df(w) + 0.5))`` over the ``n`` offered tools.
-    All zeros when the request shares no counted word with any tool."""
+    name's words plus once for the description's — where ``idf(w) = ln((n + 1) / (df(w) +
+    0.5))`` over the ``n`` offered tools. All zeros when the request shares no counted word
+    with any tool."""
     request = relevance_terms(_user_text(messages))
     names: list[set[str]] = []
     descriptions: list[set[str]] = []
