@@ -80,11 +80,12 @@ def choose(record: Scored, weights: Sequence[float]) -> dict[str, str]:
 
 def table(records: Sequence[Scored], weights: Sequence[float]) -> list[dict[str, Any]]:
     """Per rule: hits against the target's tool and against gold (where gold names one)."""
+    picks = [choose(record, weights) for record in records]  # every rule, once per request
     rows = []
     for rule in rules(weights):
         target = gold = gold_n = 0
-        for record in records:
-            pick = choose(record, weights)[rule]
+        for record, picked in zip(records, picks, strict=True):
+            pick = picked[rule]
             target += pick == record.target
             if record.gold is not None:
                 gold_n += 1
