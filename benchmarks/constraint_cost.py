@@ -3,7 +3,9 @@
 Replays the outputs of an evaluation report (``python -m ooo_agent.train.eval_target ...
 --out report.json``) token by token through :class:`~ooo_agent.decoding.constraint.CallConstraint`
 with the embedded target's tokenizer, the output's own token standing as the argmax at every
-position (the common case: allowed, one decode and one scan), for each kind of constraint:
+position (the common case: allowed, one decode and one scan), for each kind of constraint
+(``names+mentioned``: the arguments constraint with the optional parameters the request names
+counted as required, :mod:`ooo_agent.decoding.mentions`; finding them is timed too):
 
     python benchmarks/constraint_cost.py --report simple-args.json --category simple_python
 
@@ -24,28 +26,39 @@ import torch
 from ooo_agent.bench.datasets import load_bfcl
 from ooo_agent.decoding.codec import TokenizerCodec
 from ooo_agent.decoding.constraint import CallConstraint
+from ooo_agent.decoding.mentions import with_mentioned_required
 from ooo_agent.formats import HermesFormat
 
 KINDS: dict[str, dict[str, bool]] = {
     "names": {"names": True},
     "names+json": {"names": True, "well_formed": True},
     "names+arguments": {"names": True, "arguments": True},
+    "names+mentioned": {"names": True, "arguments": True},
 }
+
+Output = tuple[list[dict[str, Any]], str, list[dict[str, Any]]]
+"""An output's offered tools, its text and the request's messages."""
 
 
 def measure(
-    outputs: list[tuple[list[dict[str, Any]], str]], tokenizer: Any, repeats: int = 1
+    outputs: list[Output], tokenizer: Any, repeats: int = 1
 ) -> dict[str, dict[str, float]]:
-    """Mean microseconds per token of ``choose`` for each kind, over ``(tools, output)`` pairs."""
+    """Mean microseconds per token of ``choose`` for each kind, over ``(tools, output,
+    messages)`` triples."""
     codec = TokenizerCodec(tokenizer)
-    encoded = [(tools, tokenizer.encode(text, add_special_tokens=False)) for tools, text in outputs]
+    encoded = [
+        (tools, tokenizer.encode(text, add_special_tokens=False), messages)
+        for tools, text, messages in outputs
+    ]
     logits = torch.zeros(len(tokenizer))
     results: dict[str, dict[str, float]] = {}
     for kind, options in KINDS.items():
         tokens = overrides = 0
         started = time.perf_counter()
         for _ in range(repeats):
-            for tools, ids in encoded:
+            for tools, ids, messages in encoded:
+                if kind == "names+mentioned":
+                    tools = with_mentioned_required(messages, tools)
                 constraint = CallConstraint(
                     HermesFormat().skeleton(tools), codec.decode, **options
                 )
@@ -77,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     report = json.loads(Path(args.report).read_text(encoding="utf-8"))
     items = {item.id: item for item in load_bfcl(args.category)}
     outputs = [
-        (items[row["id"]].tools, row["output"])
+        (items[row["id"]].tools, row["output"], items[row["id"]].messages)
         for row in report["items"][: args.n]
         if row["id"] in items
     ]

@@ -272,9 +272,12 @@ def test_cli_end_to_end_on_a_tiny_model(
     assert report["config"]["labels"] == ["target", "gold"]
     assert report["config"]["required_values"] is False  # an adapter folder is no preset
     assert report["config"]["typed_values"] is False
-    assert main([*argv, "--required-values", "on", "--typed-values", "on", "--no-direct"]) == 0
+    assert report["config"]["mentioned_values"] is False
+    steered = ["--required-values", "on", "--typed-values", "on", "--mentioned-values", "on"]
+    assert main([*argv, *steered, "--no-direct"]) == 0
     config = json.loads(out.read_text())["config"]
     assert config["required_values"] is True and config["typed_values"] is True
+    assert config["mentioned_values"] is True
 
 
 def test_cli_refuses_training_requests_and_bad_input(

@@ -314,6 +314,7 @@ def test_sidecar_wave_defaults_are_the_presets_own_else_the_method_as_published(
         "relevance_weight": 0.0,
         "tool_list": "signatures",
         "required_values": False,
+        "mentioned_values": False,
         "typed_values": False,
     }
     assert sidecar_wave_defaults("some/folder") == published
@@ -324,6 +325,7 @@ def test_sidecar_wave_defaults_are_the_presets_own_else_the_method_as_published(
         "relevance_weight": embedded.relevance_weight,
         "tool_list": embedded.tool_list,
         "required_values": embedded.required_values,
+        "mentioned_values": embedded.mentioned_values,
         "typed_values": embedded.typed_values,
     }
     WaveOptions(**sidecar_wave_defaults(embedded.name))  # every field is one of WaveOptions'

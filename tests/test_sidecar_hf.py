@@ -821,6 +821,31 @@ def test_required_values_keep_a_required_parameters_row_from_answering_null(
         OpenAISidecar("http://127.0.0.1:9", options=WaveOptions(required_values=True))
 
 
+def test_mentioned_values_keep_a_named_optional_parameters_row_from_answering_null(
+    tokenizer: Any,
+) -> None:
+    from ooo_agent.sidecar.openai import OpenAISidecar
+
+    tool = _tool("get_weather", {"city": {"type": "string"}, "unit": {"type": "string"}})
+    tool["function"]["parameters"]["required"] = ["city"]
+    null = tokenizer("null", add_special_tokens=False)["input_ids"]
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    script = dict(itertools.pairwise(null)) | {null[-1]: end}
+    answers = {}
+    for text in ("Weather in Paris?", "Weather in Paris, and in which unit?"):
+        request = SidecarRequest([{"role": "user", "content": text}], [tool])
+        # Every row's likeliest answer is `null`, then the end of the turn.
+        model = ScriptedLM(make_model("qwen3", len(tokenizer)), script, null[0])
+        sidecar = HFSidecar(model, tokenizer, options=WaveOptions(mentioned_values=True))
+        answers[text] = anyio.run(sidecar.run_wave, request, HintBox()).answers
+    assert answers["Weather in Paris?"]["0.unit"] == "null"  # not named: null may stand
+    assert answers["Weather in Paris?"]["0.city"] == "null"  # required_values is off
+    unit = answers["Weather in Paris, and in which unit?"]["0.unit"]
+    assert unit and not unit.startswith("n"), unit  # named: never null, nor empty
+    with pytest.raises(ValueError, match="mentioned_values"):
+        OpenAISidecar("http://127.0.0.1:9", options=WaveOptions(mentioned_values=True))
+
+
 def test_typed_values_hold_each_argument_row_to_its_parameters_schema(tokenizer: Any) -> None:
     from ooo_agent.sidecar.openai import OpenAISidecar
 

@@ -112,8 +112,9 @@ def _load_embedded(console: Console) -> tuple[dict[Mode, Target], Any] | None:
         console.print(f"[yellow]Embedded model unavailable ({exc}).[/]")
         return None
     # Calls may only name the offered tools, and their arguments only the tool's parameters
-    # (required ones included, values of the declared types), in every mode alike (the modes
-    # stay token-identical to constrained greedy decoding).
+    # (required ones included, and the optional ones the request names; values of the
+    # declared types), in every mode alike (the modes stay token-identical to constrained
+    # greedy decoding).
     targets: dict[Mode, Target] = {
         mode: HFTarget(
             model,
@@ -121,7 +122,7 @@ def _load_embedded(console: Console) -> tuple[dict[Mode, Target], Any] | None:
             fmt,
             num_threads=1,
             constrain_names=True,
-            constrain_arguments=True,
+            constrain_mentioned=True,
         )
         for mode in ("vanilla", "toolspec", "ooo")
     }
@@ -165,7 +166,8 @@ async def _run(console: Console, requests: Sequence[str]) -> int:
     targets, sidecar = loaded
     console.print(
         "Decoding with calls constrained to the offered tools and their schemas "
-        "(HFTarget(constrain_names=True, constrain_arguments=True)), in every mode."
+        "and the optional parameters a request names (HFTarget(constrain_names=True, "
+        "constrain_mentioned=True)), in every mode."
     )
     callers = {mode: FastToolCaller(target, sidecar, mode=mode) for mode, target in targets.items()}
     table = Table(title="Same model, same run: vanilla vs toolspec vs ooo (time from arrival)")

@@ -217,6 +217,7 @@ def open_sidecar(
     tool_list: str = "auto",
     required_values: str = "auto",
     typed_values: str = "auto",
+    mentioned_values: str = "auto",
 ) -> Iterator[SidecarChoice]:
     """The sidecar named by ``spec``, stopped (process) when the block ends.
 
@@ -229,7 +230,8 @@ def open_sidecar(
     log-probabilities; ``auto``: a preset's own choice in this process, else ``index``),
     ``relevance_weight`` (``None``: a preset's own with its own choice, else 0) and
     ``tool_list`` (``auto``: a preset's own listing, else ``signatures``) and
-    ``required_values`` and ``typed_values`` (``on`` / ``off``; ``auto``: a preset's own
+    ``required_values``, ``mentioned_values`` and ``typed_values`` (``on`` / ``off``;
+    ``auto``: a preset's own
     setting in this process, else off — they steer the sidecar's own decoding).
     """
     from ooo_agent.models.presets import sidecar_wave_defaults
@@ -255,6 +257,9 @@ def open_sidecar(
     # These steer the sidecar's own decoding: only a model in this process.
     fields["required_values"] = in_process and _switch(required_values, fields["required_values"])
     fields["typed_values"] = in_process and _switch(typed_values, fields["typed_values"])
+    fields["mentioned_values"] = in_process and _switch(
+        mentioned_values, fields["mentioned_values"]
+    )
     options = WaveOptions(
         schedule=schedule,  # type: ignore[arg-type]
         follow_target=follow_target,

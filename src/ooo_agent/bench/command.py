@@ -181,6 +181,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "own setting, else off",
     )
     add(
+        "--sidecar-mentioned-values",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="on: a local sidecar's row for an optional parameter the request names may not "
+        "answer null (WaveOptions.mentioned_values; in this process only); auto (default): "
+        "the preset's own setting, else off",
+    )
+    add(
         "--sidecar-typed-values",
         choices=("auto", "on", "off"),
         default="auto",
@@ -205,6 +213,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="every mode keeps each call's arguments to its tool's schema while decoding "
         "(HFTarget(constrain_arguments=True)): known keys, required ones, declared types",
+    )
+    add(
+        "--constrain-mentioned",
+        action="store_true",
+        help="as --constrain-arguments, and the optional parameters a request names count as "
+        "required (HFTarget(constrain_mentioned=True))",
     )
     add("--threads", type=int, default=1, help="torch CPU threads of the target (default 1)")
     add("--sidecar-threads", type=int, default=1, help="torch CPU threads of the sidecar")
@@ -250,7 +264,12 @@ def run_engine_benchmark(arguments: list[str]) -> int:
 
 
 def _constrained(args: argparse.Namespace) -> bool:
-    return bool(args.constrain_names or args.constrain_json or args.constrain_arguments)
+    return bool(
+        args.constrain_names
+        or args.constrain_json
+        or args.constrain_arguments
+        or args.constrain_mentioned
+    )
 
 
 def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[str]]:
@@ -275,7 +294,7 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
             "needs the sidecar model in this process (not --sidecar-process, not an HTTP "
             "sidecar) and not --sidecar-function-choice index"
         )
-    for flag in ("required_values", "typed_values"):
+    for flag in ("required_values", "mentioned_values", "typed_values"):
         if getattr(args, f"sidecar_{flag}") == "on" and (args.sidecar_process or remote):
             raise CliError(
                 f"--sidecar-{flag.replace('_', '-')} on steers the sidecar's own decoding: it "
@@ -364,6 +383,7 @@ async def _run(args: argparse.Namespace) -> int:
         function_choice=args.sidecar_function_choice,
         relevance_weight=args.sidecar_relevance_weight, tool_list=args.sidecar_tool_list,
         required_values=args.sidecar_required_values, typed_values=args.sidecar_typed_values,
+        mentioned_values=args.sidecar_mentioned_values,
     ) as choice:  # fmt: skip
         if choice.note:
             notes.append(choice.note)
@@ -391,6 +411,7 @@ async def _run(args: argparse.Namespace) -> int:
             max_new_tokens=args.max_new_tokens, sidecar_timeout=args.sidecar_timeout,
             pld_tokens=args.pld_tokens, constrain_names=args.constrain_names,
             constrain_json=args.constrain_json, constrain_arguments=args.constrain_arguments,
+            constrain_mentioned=args.constrain_mentioned,
         )  # fmt: skip
         schedule = [(item, True) for item in warmups] + [(item, False) for item in measured]
         with Progress(
@@ -459,12 +480,16 @@ async def _run(args: argparse.Namespace) -> int:
             "sidecar_required_values": getattr(
                 getattr(choice.sidecar, "options", None), "required_values", None
             ),
+            "sidecar_mentioned_values": getattr(
+                getattr(choice.sidecar, "options", None), "mentioned_values", None
+            ),
             "sidecar_typed_values": getattr(
                 getattr(choice.sidecar, "options", None), "typed_values", None
             ),
             "constrain_names": args.constrain_names,
             "constrain_json": args.constrain_json,
             "constrain_arguments": args.constrain_arguments,
+            "constrain_mentioned": args.constrain_mentioned,
             "target_threads": args.threads,
             "sidecar_threads": args.sidecar_threads,
             "sidecar_process": args.sidecar_process,

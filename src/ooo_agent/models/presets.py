@@ -89,6 +89,9 @@ class Preset:
     required_values: bool = False
     """Sidecars: whether a required parameter's row may not answer null by default
     (``WaveOptions.required_values``)."""
+    mentioned_values: bool = False
+    """Sidecars: whether a named optional parameter's row may not answer null by default
+    (``WaveOptions.mentioned_values``)."""
     typed_values: bool = False
     """Sidecars: whether each argument row is held to its parameter's schema by default
     (``WaveOptions.typed_values``)."""
@@ -176,6 +179,7 @@ class SidecarDefaults(TypedDict):
     relevance_weight: float
     tool_list: Literal["signatures", "described"]
     required_values: bool
+    mentioned_values: bool
     typed_values: bool
 
 
@@ -185,15 +189,16 @@ _PUBLISHED = Preset(name="", role="sidecar", base="")
 
 def sidecar_wave_defaults(spec: str) -> SidecarDefaults:
     """The ``WaveOptions`` fields a sidecar named ``spec`` gets by default: a preset's own
-    ``function_choice``, ``relevance_weight``, ``tool_list``, ``required_values`` and
-    ``typed_values``; for anything else the method as published (``index``, no relevance,
-    ``signatures``, neither steer)."""
+    ``function_choice``, ``relevance_weight``, ``tool_list``, ``required_values``,
+    ``mentioned_values`` and ``typed_values``; for anything else the method as published
+    (``index``, no relevance, ``signatures``, no steer)."""
     preset = PRESETS.get(spec, _PUBLISHED)
     return SidecarDefaults(
         function_choice=preset.function_choice,
         relevance_weight=preset.relevance_weight,
         tool_list=preset.tool_list,
         required_values=preset.required_values,
+        mentioned_values=preset.mentioned_values,
         typed_values=preset.typed_values,
     )
 

@@ -119,6 +119,10 @@ class WaveOptions:
             required argument, so only a value can match it, and the sidecar's likeliest value
             is asked for instead of a null that leaves the slot empty. Needs control over
             the sidecar's decoding: in-process sidecars only.
+        mentioned_values: the same for an *optional* parameter the user's messages name
+            (:func:`~ooo_agent.decoding.mentions.mentioned_parameters`): a target decoding
+            with ``constrain_mentioned`` writes it, so its row answers a value, not ``null``.
+            In-process sidecars only.
         typed_values: each argument row's answer is held, token by token, to its parameter's
             schema — its JSON type, enum and array elements, ``null`` only where the row may
             answer it, the end of the answer only after a complete value
@@ -137,6 +141,7 @@ class WaveOptions:
     relevance_weight: float = 0.0
     tool_list: ToolList = "signatures"
     required_values: bool = False
+    mentioned_values: bool = False
     typed_values: bool = False
 
     def __post_init__(self) -> None:

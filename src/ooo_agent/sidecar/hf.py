@@ -312,18 +312,27 @@ class HFSidecar:
     ) -> tuple[dict[int, list[int]] | None, dict[int, ValueConstraint] | None]:
         """The argument rows' decoding steers, in one pass over the rows: with
         ``options.required_values``, for each row of a required parameter the tokens that would
-        start ``null`` (``first_token_bans``); with ``options.typed_values``, each row held to
+        start ``null`` (``first_token_bans``; with ``options.mentioned_values`` also for each
+        optional parameter the request names); with ``options.typed_values``, each row held to
         its parameter's schema (``constraints``)."""
         required_values, typed_values = self.options.required_values, self.options.typed_values
-        if not (required_values or typed_values):
+        mentioned_values = self.options.mentioned_values
+        if not (required_values or typed_values or mentioned_values):
             return None, None
+        named: dict[str, tuple[str, ...]] = {}
+        if mentioned_values:
+            from ooo_agent.decoding.mentions import mentioned_parameters
+
+            named = mentioned_parameters(plan.request.messages, plan.request.tools)
         bans: dict[int, list[int]] = {}
         constraints: dict[int, ValueConstraint] = {}
         for i, row in enumerate(plan.rows):
             if row.kind != "argument_value" or row.function_index is None or row.param is None:
                 continue
             tool = plan.request.tools[row.function_index]
-            needs_value = required_values and row.param in _required_parameters(tool)
+            needs_value = (required_values and row.param in _required_parameters(tool)) or (
+                row.param in named.get(_tool_name(tool), ())
+            )
             if needs_value:
                 bans[i] = self.null_token_ids()
             if typed_values:
@@ -334,7 +343,8 @@ class HFSidecar:
                     stop_ids=self.generator.stop_token_ids,
                     null_ok=not needs_value,
                 )
-        return (bans if required_values else None), (constraints if typed_values else None)
+        steered = required_values or mentioned_values
+        return (bans if steered else None), (constraints if typed_values else None)
 
     def null_token_ids(self) -> list[int]:
         """Ids of the tokens a required parameter's answer may not start with: those an
@@ -353,6 +363,11 @@ class HFSidecar:
                     found.add(token_id)
             self._null_ids = sorted(found)
         return self._null_ids
+
+
+def _tool_name(tool: Mapping[str, Any]) -> str:
+    function = tool.get("function", tool)
+    return str(function.get("name", ""))
 
 
 def _required_parameters(tool: Mapping[str, Any]) -> frozenset[str]:

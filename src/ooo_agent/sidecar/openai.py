@@ -95,6 +95,11 @@ class OpenAISidecar:
                 "required_values=True bans the first tokens of null in the sidecar's own "
                 "decoding; an HTTP sidecar's decoding is the server's (use HFSidecar)"
             )
+        if self.options.mentioned_values:
+            raise ValueError(
+                "mentioned_values=True bans the first tokens of null in the sidecar's own "
+                "decoding; an HTTP sidecar's decoding is the server's (use HFSidecar)"
+            )
         if self.options.typed_values:
             raise ValueError(
                 "typed_values=True steers each argument row's tokens in the sidecar's own "

@@ -25,6 +25,7 @@ __all__ = [
     "log_softmax",
     "relevance_terms",
     "tool_relevance",
+    "user_text",
     "with_relevance",
 ]
 
@@ -67,7 +68,8 @@ def relevance_terms(text: str) -> set[str]:
     return {_stem(w) for w in _WORD.findall(spaced.lower()) if len(w) > 2 and w not in STOPWORDS}
 
 
-def _user_text(messages: Sequence[Mapping[str, Any]]) -> str:
+def user_text(messages: Sequence[Mapping[str, Any]]) -> str:
+    """The text of the user's messages (string contents and text parts), space-joined."""
     parts = []
     for message in messages:
         if message.get("role") != "user":
@@ -92,7 +94,7 @@ def tool_relevance(
     name's words plus once for the description's — where ``idf(w) = ln((n + 1) / (df(w) +
     0.5))`` over the ``n`` offered tools. All zeros when the request shares no counted word
     with any tool."""
-    request = relevance_terms(_user_text(messages))
+    request = relevance_terms(user_text(messages))
     names: list[set[str]] = []
     descriptions: list[set[str]] = []
     for tool in tools:

@@ -58,7 +58,9 @@ class HFTarget:
     ``constrain_arguments`` (which implies ``constrain_json``) keeps every call's arguments to its
     tool's schema: known keys, each once, the required ones, declared types and enums, array
     elements as ``items`` / ``maxItems`` / ``uniqueItems`` say (:mod:`ooo_agent.decoding.constraint`), in every mode alike: the modes then equal
-    *constrained* greedy decoding token for token. Off by default (plain greedy decoding).
+    *constrained* greedy decoding token for token. ``constrain_mentioned`` (which implies
+    ``constrain_arguments``) also counts as required the optional parameters the user's
+    messages name (:mod:`ooo_agent.decoding.mentions`). Off by default (plain greedy decoding).
     """
 
     def __init__(
@@ -80,6 +82,7 @@ class HFTarget:
         constrain_names: bool = False,
         constrain_json: bool = False,
         constrain_arguments: bool = False,
+        constrain_mentioned: bool = False,
     ) -> None:
         import torch
 
@@ -104,7 +107,8 @@ class HFTarget:
         self.max_draft_tokens = max_draft_tokens
         self.constrain_names = constrain_names
         self.constrain_json = constrain_json
-        self.constrain_arguments = constrain_arguments
+        self.constrain_arguments = constrain_arguments or constrain_mentioned
+        self.constrain_mentioned = constrain_mentioned
         self.engine: DecodeEngine = DecodeEngine(
             model, prefix_reuse=prefix_reuse, split_head=split_head
         )
@@ -207,6 +211,16 @@ class HFTarget:
             self._skeletons[key] = skeleton
         return skeleton
 
+    def _decoding_tools(self, request: TargetRequest) -> Sequence[Mapping[str, Any]]:
+        """The tools as this request's constraint and schema drafts read them: with
+        ``constrain_mentioned``, the optional parameters the request names made required (the
+        drafts then offer those keys before the closing brace the constraint would refuse)."""
+        if not (self.constrain_mentioned and request.tools):
+            return request.tools
+        from ooo_agent.decoding.mentions import with_mentioned_required
+
+        return with_mentioned_required(request.messages, request.tools)
+
     def _constraint(self, tools: Sequence[Mapping[str, Any]]) -> CallConstraint | None:
         """This request's call constraint (None when off or nothing to constrain)."""
         if not (self.constrain_names or self.constrain_json or self.constrain_arguments):
@@ -243,8 +257,9 @@ class HFTarget:
             raise ValueError(f"unknown mode {request.mode!r}; expected one of {MODES}")
         prompt = self.prompt_ids(request.messages, request.tools)
         stop = StopCondition.of(self.end_ids, self._format.stop_strings, self.codec.decode)
-        plan = None if request.mode == "vanilla" else _Speculation(self, request, prompt)
-        constraint = self._constraint(request.tools)
+        tools = self._decoding_tools(request)
+        plan = None if request.mode == "vanilla" else _Speculation(self, request, prompt, tools)
+        constraint = self._constraint(tools)
         try:
             with self._serial:
                 result = self.engine.decode(
@@ -274,7 +289,13 @@ class HFTarget:
 class _Speculation:
     """The drafters of one speculative call, and the hooks the decode loop calls."""
 
-    def __init__(self, target: HFTarget, request: TargetRequest, prompt: list[int]) -> None:
+    def __init__(
+        self,
+        target: HFTarget,
+        request: TargetRequest,
+        prompt: list[int],
+        tools: Sequence[Mapping[str, Any]],
+    ) -> None:
         from ooo_agent.decoding.drafts.base import Drafter
         from ooo_agent.decoding.drafts.hint import HintReader
         from ooo_agent.decoding.drafts.ngram import NgramDrafter
@@ -285,7 +306,7 @@ class _Speculation:
         self.hint: HintReader | None = None
         if request.mode == "ooo" and request.hint_box is not None:
             self.hint = HintReader(request.hint_box, target._render_hint)
-        skeleton = target._skeleton(request.tools) if request.tools else None
+        skeleton = target._skeleton(tools) if tools else None
         self.schema: SchemaDrafter | None = (
             SchemaDrafter(
                 skeleton, target.codec, hint=self.hint, max_tokens=target.max_draft_tokens

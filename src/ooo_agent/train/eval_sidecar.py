@@ -259,6 +259,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     steers = {
         "--required-values": "a required parameter's row may not answer null "
         "(WaveOptions.required_values)",
+        "--mentioned-values": "an optional parameter's row the request names may not answer "
+        "null (WaveOptions.mentioned_values)",
         "--typed-values": "each argument row is held to its parameter's schema (type, enum, "
         "array elements; WaveOptions.typed_values)",
     }
@@ -338,7 +340,7 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 def wave_fields(args: argparse.Namespace) -> SidecarDefaults:
     """The sidecar's ``WaveOptions`` fields from ``--function-choice``, ``--relevance-weight``,
-    ``--tool-list``, ``--required-values`` and ``--typed-values``; each ``auto`` (or absent
+    ``--tool-list``, ``--required-values``, ``--mentioned-values`` and ``--typed-values``; each ``auto`` (or absent
     weight) is the preset's own setting
     (:func:`~ooo_agent.models.presets.sidecar_wave_defaults`), else the method as published."""
     from ooo_agent.models.presets import sidecar_wave_defaults
@@ -354,6 +356,8 @@ def wave_fields(args: argparse.Namespace) -> SidecarDefaults:
         fields["tool_list"] = cast(Literal["signatures", "described"], args.tool_list)
     if args.required_values != "auto":
         fields["required_values"] = args.required_values == "on"
+    if args.mentioned_values != "auto":
+        fields["mentioned_values"] = args.mentioned_values == "on"
     if args.typed_values != "auto":
         fields["typed_values"] = args.typed_values == "on"
     return fields

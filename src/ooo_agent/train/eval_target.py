@@ -361,6 +361,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(known keys, required ones, declared types and enums; HFTarget(constrain_arguments=True))",
     )
     parser.add_argument(
+        "--constrain-mentioned",
+        action="store_true",
+        help="with --engine vanilla/toolspec: as --constrain-arguments, and the optional "
+        "parameters the request names count as required (HFTarget(constrain_mentioned=True))",
+    )
+    parser.add_argument(
         "--labels-out",
         default=None,
         help="also write each request with the target's first valid call (JSONL), "
@@ -375,7 +381,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--cache-dir", default=None)
     args = parser.parse_args(argv)
-    constrained = args.constrain_names or args.constrain_json or args.constrain_arguments
+    constrained = (
+        args.constrain_names
+        or args.constrain_json
+        or args.constrain_arguments
+        or args.constrain_mentioned
+    )
     if constrained and args.engine == "generate":
         parser.error("--constrain-* need --engine vanilla or toolspec")
     if args.compare:
@@ -434,6 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             constrain_names=args.constrain_names,
             constrain_json=args.constrain_json,
             constrain_arguments=args.constrain_arguments,
+            constrain_mentioned=args.constrain_mentioned,
         )
         generate = engine_generator(target, mode=args.engine, max_new_tokens=args.max_new_tokens)
     report = evaluate_items(items, generate, fmt, on_item=show)
@@ -455,6 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "constrain_names": args.constrain_names,
         "constrain_json": args.constrain_json,
         "constrain_arguments": args.constrain_arguments,
+        "constrain_mentioned": args.constrain_mentioned,
         "format": fmt.name,
         "command": " ".join(sys.argv),
     }

@@ -1,0 +1,93 @@
+"""Optional parameters the request names: a call should not leave them out.
+
+A small target often closes a call after its required arguments although the user asked for
+more — "the circumference of a circle of radius 4 *inches*" without ``unit``, "include the
+*owner*'s details" without ``include_owner``. :func:`mentioned_parameters` finds, per offered
+tool, the optional parameters the user's messages name: a word of the parameter's name among
+the request's words (as :func:`ooo_agent.sidecar.relevance.relevance_terms` counts them: case,
+``snake_case`` and ``camelCase`` split, short words, stopwords and plural / ``-ing`` / ``-ed``
+endings dropped), or one of its enum's options written in the request.
+:func:`with_mentioned_required` returns the tools with those parameters added to ``required``:
+what ``HFTarget(constrain_mentioned=True)`` hands its call constraint, so the target cannot
+close such a call before writing them (it still chooses their values; docs/benchmarks.md).
+No model call, nothing fitted to a data set.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ooo_agent.sidecar.relevance import relevance_terms, user_text
+
+__all__ = ["mentioned_parameters", "with_mentioned_required"]
+
+_MIN_OPTION = 3
+"""An enum option shorter than this (``"C"``, ``"km"``) is not looked for in the request."""
+
+
+def _function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+    function = tool.get("function")
+    return function if isinstance(function, Mapping) else tool
+
+
+def _names_option(option: Any, text: str) -> bool:
+    if not isinstance(option, str) or len(option) < _MIN_OPTION:
+        return False
+    return re.search(r"(?<!\w)" + re.escape(option.lower()) + r"(?!\w)", text) is not None
+
+
+def mentioned_parameters(
+    messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+) -> dict[str, tuple[str, ...]]:
+    """Per tool name, its optional parameters (schema order) that the user's messages name
+    (module docstring); tools with none are left out."""
+    text = user_text(messages)
+    words = relevance_terms(text)
+    lowered = text.lower()
+    found: dict[str, tuple[str, ...]] = {}
+    for tool in tools:
+        function = _function(tool)
+        parameters = function.get("parameters")
+        if not isinstance(parameters, Mapping):
+            continue
+        properties = parameters.get("properties")
+        if not isinstance(properties, Mapping):
+            continue
+        required = parameters.get("required")
+        required_set = set(required) if isinstance(required, list) else set()
+        named = []
+        for key, schema in properties.items():
+            if key in required_set:
+                continue
+            options = schema.get("enum") if isinstance(schema, Mapping) else None
+            if relevance_terms(str(key)) & words or (
+                isinstance(options, list) and any(_names_option(o, lowered) for o in options)
+            ):
+                named.append(str(key))
+        if named:
+            found[str(function.get("name", ""))] = tuple(named)
+    return found
+
+
+def with_mentioned_required(
+    messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """``tools`` with each one's :func:`mentioned_parameters` added to its ``required`` list
+    (copies; the tools given are not changed, a tool without any is passed as it is)."""
+    named = mentioned_parameters(messages, tools)
+    out: list[Mapping[str, Any]] = []
+    for tool in tools:
+        extra = named.get(str(_function(tool).get("name", "")))
+        if not extra:
+            out.append(tool)
+            continue
+        changed = copy.deepcopy(dict(tool))
+        function = _function(changed)
+        parameters = function["parameters"]
+        required = parameters.get("required")
+        parameters["required"] = [*(required if isinstance(required, list) else []), *extra]
+        out.append(changed)
+    return out

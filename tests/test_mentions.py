@@ -1,0 +1,156 @@
+"""Optional parameters the request names count as required (``HFTarget(constrain_mentioned=True)``)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from ooo_agent.decoding.mentions import mentioned_parameters, with_mentioned_required
+
+CIRCLE = {
+    "type": "function",
+    "function": {
+        "name": "calculate_circumference",
+        "description": "Calculates the circumference of a circle.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "radius": {"type": "number", "description": "The circle's radius."},
+                "unit": {"type": "string", "description": "The unit of length."},
+                "precision": {"type": "integer", "description": "Decimals to keep."},
+            },
+            "required": ["radius"],
+        },
+    },
+}
+WEATHER = {
+    "name": "get_weather",
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string"},
+            "temp_scale": {"type": "string", "enum": ["celsius", "fahrenheit", "K"]},
+            "includeHumidity": {"type": "boolean"},
+        },
+        "required": ["city"],
+    },
+}
+
+
+def _user(text: str) -> list[dict[str, Any]]:
+    return [
+        {"role": "system", "content": "Use the unit the user gives."},
+        {"role": "user", "content": text},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        # a word of the parameter's name, in any inflection the word counter folds
+        ("Circumference of a circle of radius 4, in inches: which unit? units please", ("unit",)),
+        ("Radius 4; give it with 3 decimals of precision", ("precision",)),
+        ("Radius 4, in the units I use", ("unit",)),
+        # the required parameter is not listed; nothing named, nothing added
+        ("Circumference of a circle of radius 4", ()),
+    ],
+)
+def test_a_named_optional_parameter_is_found(text: str, expected: tuple[str, ...]) -> None:
+    found = mentioned_parameters(_user(text), [CIRCLE])
+    assert found.get("calculate_circumference", ()) == expected
+
+
+def test_enum_options_and_camel_case_names_count_and_short_options_do_not() -> None:
+    found = mentioned_parameters(_user("Weather in Oslo in Celsius, with the humidity"), [WEATHER])
+    assert found == {"get_weather": ("temp_scale", "includeHumidity")}
+    # "K" is too short to look for ("OK" would name it); a word inside another word is no option.
+    assert mentioned_parameters(_user("Weather in Oslo, OK? K please"), [WEATHER]) == {}
+    assert mentioned_parameters(_user("Weather in Oslo, supercelsiusish"), [WEATHER]) == {}
+
+
+def test_only_the_users_words_count() -> None:
+    messages = [
+        {"role": "system", "content": "Always give the unit and the precision."},
+        {"role": "assistant", "content": "Which unit?"},
+        {"role": "user", "content": [{"type": "text", "text": "Radius 2"}]},
+    ]
+    assert mentioned_parameters(messages, [CIRCLE]) == {}
+
+
+def test_with_mentioned_required_copies_and_extends_required() -> None:
+    before = copy.deepcopy([CIRCLE, WEATHER])
+    tools = with_mentioned_required(_user("Radius 4 in inches: state the unit"), [CIRCLE, WEATHER])
+    assert tools[0]["function"]["parameters"]["required"] == ["radius", "unit"]
+    assert tools[1] is WEATHER  # nothing named: passed as it is
+    assert before == [CIRCLE, WEATHER]  # the caller's tools are not changed
+    no_list = {"name": "f", "parameters": {"properties": {"unit": {"type": "string"}}}}
+    (changed,) = with_mentioned_required(_user("the unit"), [no_list])
+    assert changed["parameters"]["required"] == ["unit"]
+    assert "required" not in no_list["parameters"]
+
+
+def test_tools_without_parameters_are_skipped() -> None:
+    tools = [{"name": "ping"}, {"name": "odd", "parameters": {"properties": "?"}}]
+    assert mentioned_parameters(_user("ping the odd parameters"), tools) == {}
+    assert with_mentioned_required(_user("ping"), tools) == tools
+
+
+def test_the_constraint_keeps_a_named_optional_parameter_open() -> None:
+    """With the named parameter required, the call cannot close before it is written."""
+    from ooo_agent.formats import HermesFormat
+
+    fmt = HermesFormat()
+    messages = _user("Circumference of a circle of radius 4, unit: inches")
+    plain = fmt.skeleton([CIRCLE])
+    named = fmt.skeleton(with_mentioned_required(messages, [CIRCLE]))
+    early = '<tool_call>\n{"name": "calculate_circumference", "arguments": {"radius": 4'
+    assert plain.conforms(early + "}") is not False
+    assert named.conforms(early + "}") is False
+    assert named.conforms(early + ', "unit": "inches"}') is not False
+
+
+@pytest.fixture(scope="module")
+def embedded() -> tuple[object, object]:
+    """The embedded tool-calling target's model and tokenizer (skips when not installed)."""
+    from ooo_agent.errors import ModelNotAvailableError
+    from ooo_agent.models import load_preset
+
+    try:
+        return load_preset("smollm2-135m-toolcall")
+    except ModelNotAvailableError as exc:
+        pytest.skip(f"embedded tool-calling adapter not available: {exc}")
+
+
+@pytest.mark.slow
+def test_the_embedded_target_writes_the_named_unit_in_every_mode(
+    embedded: tuple[object, object],
+) -> None:
+    from ooo_agent.formats import HermesFormat
+    from ooo_agent.targets.base import TargetRequest
+    from ooo_agent.targets.hf import HFTarget
+
+    model, tokenizer = embedded
+    fmt = HermesFormat()
+    messages = [
+        {
+            "role": "user",
+            "content": "What is the circumference of a circle of radius 3 cm, in the unit cm?",
+        }
+    ]
+
+    def calls(target: HFTarget, mode: str) -> tuple[list[int], list[tuple[str, dict[str, Any]]]]:
+        out = target.generate_sync(TargetRequest(messages, [CIRCLE], mode=mode, max_new_tokens=64))  # type: ignore[arg-type]
+        return out.token_ids, [(c.name, c.arguments) for c in fmt.parse(out.text).calls]
+
+    schema_only = HFTarget(model, tokenizer, fmt, constrain_names=True, constrain_arguments=True)
+    _, before = calls(schema_only, "vanilla")
+    assert before == [("calculate_circumference", {"radius": 3})], (
+        f"the premise: with the schema alone the model leaves the unit out ({before})"
+    )
+    named = HFTarget(model, tokenizer, fmt, constrain_names=True, constrain_mentioned=True)
+    assert named.constrain_arguments  # implied
+    (vanilla_ids, vanilla), (toolspec_ids, _) = calls(named, "vanilla"), calls(named, "toolspec")
+    assert toolspec_ids == vanilla_ids  # lossless against constrained greedy
+    assert vanilla == [("calculate_circumference", {"radius": 3, "unit": "cm"})]
