@@ -154,3 +154,68 @@ def test_the_embedded_target_writes_the_named_unit_in_every_mode(
     (vanilla_ids, vanilla), (toolspec_ids, _) = calls(named, "vanilla"), calls(named, "toolspec")
     assert toolspec_ids == vanilla_ids  # lossless against constrained greedy
     assert vanilla == [("calculate_circumference", {"radius": 3, "unit": "cm"})]
+
+
+@pytest.mark.parametrize(
+    ("schema", "expected"),
+    [
+        ({"type": "string", "enum": ["celsius", "K"]}, ["celsius", "K"]),
+        (
+            {"type": "array", "items": {"type": "string", "enum": ["Patio", "Wi-Fi"]}},
+            ["Patio", "Wi-Fi"],
+        ),
+        (
+            {"type": "string", "description": "The unit ('Celsius' or 'Fahrenheit')."},
+            ["Celsius", "Fahrenheit"],
+        ),
+        (
+            {
+                "type": "array",
+                "description": "Dietary needs, e.g. vegan, gluten-free. Default none.",
+            },
+            ["vegan", "gluten-free"],
+        ),
+        (
+            {"type": "string", "description": "Mode, such as static or dynamic"},
+            ["static", "dynamic"],
+        ),
+        (
+            {"type": "string", "description": "A consideration like vegan, vegetarian etc."},
+            ["vegan", "vegetarian", ""],
+        ),
+        ({"type": "integer", "description": "How many."}, []),
+        ("not a schema", []),
+    ],
+)
+def test_options_are_enums_and_the_values_a_description_offers(
+    schema: object, expected: list[str]
+) -> None:
+    from ooo_agent.decoding.mentions import options
+
+    assert options(schema) == expected
+
+
+def test_a_value_the_description_offers_names_its_parameter() -> None:
+    tool = {
+        "name": "find_restaurant",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "diet": {"type": "array", "description": "Needs, e.g. vegan, gluten-free."},
+                "amenities": {"type": "array", "items": {"enum": ["Patio", "Wi-Fi"]}},
+                "unit": {"type": "string", "description": "Distance unit ('km' or 'miles')."},
+            },
+            "required": ["city"],
+        },
+    }
+    found = mentioned_parameters(_user("A vegan place with a patio in Boston"), [tool])
+    assert found == {"find_restaurant": ("diet", "amenities")}  # "km" is too short to look for
+    assert mentioned_parameters(_user("Within 3 miles"), [tool]) == {"find_restaurant": ("unit",)}
+
+
+def test_quotes_pair_up_and_apostrophes_start_none() -> None:
+    from ooo_agent.decoding.mentions import options
+
+    described = {"description": "The user's unit ('km' or 'miles'), \"metric\" by default."}
+    assert options(described) == ["km", "miles", "metric"]

@@ -1,12 +1,15 @@
 """Optional parameters the request names: a call should not leave them out.
 
 A small target often closes a call after its required arguments although the user asked for
-more — "the circumference of a circle of radius 4 *inches*" without ``unit``, "include the
-*owner*'s details" without ``include_owner``. :func:`mentioned_parameters` finds, per offered
-tool, the optional parameters the user's messages name: a word of the parameter's name among
-the request's words (as :func:`ooo_agent.sidecar.relevance.relevance_terms` counts them: case,
-``snake_case`` and ``camelCase`` split, short words, stopwords and plural / ``-ing`` / ``-ed``
-endings dropped), or one of its enum's options written in the request.
+more — "radius 3 cm, in the *unit* cm" without ``unit``, "include the *owner*'s details"
+without ``include_owner``, "a restaurant with a *patio*" without ``amenities``.
+:func:`mentioned_parameters` finds, per offered tool, the optional parameters the user's
+messages name: a word of the parameter's name among the request's words (as
+:func:`ooo_agent.sidecar.relevance.relevance_terms` counts them: case, ``snake_case`` and
+``camelCase`` split, short words, stopwords and plural / ``-ing`` / ``-ed`` endings dropped), or
+one of its options written as a word of the request — the options being its ``enum``, its
+array items' ``enum``, and the values its description quotes (``'Celsius' or 'Fahrenheit'``) or
+lists as examples (``e.g. vegan, gluten-free``; after "e.g.", "such as" or "like").
 :func:`with_mentioned_required` returns the tools with those parameters added to ``required``:
 what ``HFTarget(constrain_mentioned=True)`` hands its call constraint, so the target cannot
 close such a call before writing them (it still chooses their values; docs/benchmarks.md).
@@ -22,10 +25,33 @@ from typing import Any
 
 from ooo_agent.sidecar.relevance import relevance_terms, user_text
 
-__all__ = ["mentioned_parameters", "with_mentioned_required"]
+__all__ = ["mentioned_parameters", "options", "with_mentioned_required"]
 
 _MIN_OPTION = 3
-"""An enum option shorter than this (``"C"``, ``"km"``) is not looked for in the request."""
+"""An option shorter than this (``"C"``, ``"km"``) is not looked for in the request."""
+
+_QUOTED = re.compile(r"""(?<!\w)(?:'([^']{1,30})'|"([^"]{1,30})")(?!\w)""")
+"""A value a description quotes (an apostrophe inside a word starts no quote)."""
+_EXAMPLES = re.compile(r"(?:\be\.g\.,?|\bsuch as\b|\blike\b)\s+([^.;()]+)", re.IGNORECASE)
+"""The list after "e.g.", "such as" or "like" in a description, up to the sentence's end."""
+_LIST_SEPARATOR = re.compile(r",|\bor\b|\band\b|\betc\b")
+
+
+def options(schema: Any) -> list[str]:
+    """The values a parameter's schema offers by name: its ``enum``, its array items' ``enum``,
+    and the values its description quotes or lists after "e.g." / "such as" / "like"."""
+    if not isinstance(schema, Mapping):
+        return []
+    found: list[Any] = list(schema.get("enum") or [])
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        found += list(items.get("enum") or [])
+    description = schema.get("description")
+    if isinstance(description, str):
+        found += (single or double for single, double in _QUOTED.findall(description))
+        for listed in _EXAMPLES.findall(description):
+            found += (part.strip(" '\"") for part in _LIST_SEPARATOR.split(listed))
+    return [str(option) for option in found if isinstance(option, str)]
 
 
 def _function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -62,9 +88,8 @@ def mentioned_parameters(
         for key, schema in properties.items():
             if key in required_set:
                 continue
-            options = schema.get("enum") if isinstance(schema, Mapping) else None
-            if relevance_terms(str(key)) & words or (
-                isinstance(options, list) and any(_names_option(o, lowered) for o in options)
+            if relevance_terms(str(key)) & words or any(
+                _names_option(option, lowered) for option in options(schema)
             ):
                 named.append(str(key))
         if named:
