@@ -300,6 +300,8 @@ def test_only_the_embedded_sidecar_steers_its_decoding_by_default() -> None:
     assert sidecar_required_values("some/folder") is False
     assert sidecar_wave_defaults("smollm2-135m-sidecar")["typed_values"] is True
     assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar")["typed_values"] is False
+    assert sidecar_wave_defaults("smollm2-135m-sidecar")["mentioned_values"] is True  # §2.0z
+    assert sidecar_wave_defaults("some/folder")["mentioned_values"] is False
     # And only it adds the request's words to its scored tool choice (§2.0y).
     assert sidecar_wave_defaults("smollm2-135m-sidecar")["relevance_weight"] == 2.0
     assert sidecar_wave_defaults("some/folder")["relevance_weight"] == 0.0

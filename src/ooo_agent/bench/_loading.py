@@ -231,8 +231,8 @@ def open_sidecar(
     ``relevance_weight`` (``None``: a preset's own with its own choice, else 0) and
     ``tool_list`` (``auto``: a preset's own listing, else ``signatures``) and
     ``required_values``, ``mentioned_values`` and ``typed_values`` (``on`` / ``off``;
-    ``auto``: a preset's own
-    setting in this process, else off — they steer the sidecar's own decoding).
+    ``auto``: a preset's own setting in this process, else off — they steer the sidecar's own
+    decoding).
     """
     from ooo_agent.models.presets import sidecar_wave_defaults
     from ooo_agent.sidecar._wave import WaveOptions

@@ -144,6 +144,9 @@ PRESETS: dict[str, Preset] = {
             relevance_weight=2.0,
             # A required parameter's row gives a value, never null (§2.0t).
             required_values=True,
+            # So does an optional one the request names, which a target decoding with
+            # constrain_mentioned (the demo's) writes (§2.0z).
+            mentioned_values=True,
             # Each argument row writes a value its parameter's schema accepts (§2.0v).
             typed_values=True,
         ),
