@@ -323,18 +323,6 @@ ROOT_TOOLS = [
 """Three similar names: unconstrained, the embedded target writes ``math.roots.quadratic``."""
 
 
-@pytest.fixture(scope="module")
-def embedded() -> tuple[object, object]:
-    """The embedded tool-calling target's model and tokenizer (skips when not installed)."""
-    from ooo_agent.errors import ModelNotAvailableError
-    from ooo_agent.models import load_preset
-
-    try:
-        return load_preset("smollm2-135m-toolcall")
-    except ModelNotAvailableError as exc:
-        pytest.skip(f"embedded tool-calling adapter not available: {exc}")
-
-
 @pytest.mark.slow
 def test_the_embedded_target_names_only_offered_tools_in_every_mode(
     embedded: tuple[object, object],

@@ -111,18 +111,6 @@ def test_the_constraint_keeps_a_named_optional_parameter_open() -> None:
     assert named.conforms(early + ', "unit": "inches"}') is not False
 
 
-@pytest.fixture(scope="module")
-def embedded() -> tuple[object, object]:
-    """The embedded tool-calling target's model and tokenizer (skips when not installed)."""
-    from ooo_agent.errors import ModelNotAvailableError
-    from ooo_agent.models import load_preset
-
-    try:
-        return load_preset("smollm2-135m-toolcall")
-    except ModelNotAvailableError as exc:
-        pytest.skip(f"embedded tool-calling adapter not available: {exc}")
-
-
 @pytest.mark.slow
 def test_the_embedded_target_writes_the_named_unit_in_every_mode(
     embedded: tuple[object, object],
