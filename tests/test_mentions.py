@@ -142,6 +142,17 @@ def test_the_embedded_target_writes_the_named_unit_in_every_mode(
     (vanilla_ids, vanilla), (toolspec_ids, _) = calls(named, "vanilla"), calls(named, "toolspec")
     assert toolspec_ids == vanilla_ids  # lossless against constrained greedy
     assert vanilla == [("calculate_circumference", {"radius": 3, "unit": "cm"})]
+    # ooo: a sidecar's hint, right or wrong (one that closes without the unit), changes nothing.
+    from ooo_agent.sidecar.base import HintBox
+
+    for slots in ({"radius": 3, "unit": "cm"}, {"radius": 3}, {"radius": 2, "unit": "inches"}):
+        box = HintBox()
+        box.set_function("calculate_circumference")
+        for key, value in slots.items():
+            box.set_slot(key, value)
+        box.finish()
+        request = TargetRequest(messages, [CIRCLE], mode="ooo", max_new_tokens=64, hint_box=box)  # type: ignore[arg-type]
+        assert named.generate_sync(request).token_ids == vanilla_ids, slots
 
 
 @pytest.mark.parametrize(
