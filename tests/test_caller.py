@@ -142,6 +142,29 @@ async def test_hint_reaches_target_while_it_decodes() -> None:
     assert result.stats.sidecar.latency_s is not None and result.stats.sidecar.latency_s >= 0.05
 
 
+async def test_the_wave_request_says_whether_the_target_writes_named_optionals() -> None:
+    class Recording(ScriptedSidecar):
+        def __init__(self) -> None:
+            super().__init__("ok")
+            self.requests: list[SidecarRequest] = []
+
+        async def wave(self, request: SidecarRequest, box: HintBox) -> Any:
+            self.requests.append(request)
+            return await super().wave(request, box)
+
+    seen = []
+    for constrain in (None, True, False):
+        target = SpeculativeReplay([CALL], steps=1, step_s=0.0)
+        if constrain is not None:
+            target.constrain_mentioned = constrain  # type: ignore[attr-defined]
+        sidecar = Recording()
+        await FastToolCaller(target, sidecar).call([], [add])
+        (request,) = sidecar.requests
+        seen.append(request.named_optionals)
+    # Unknown for a target without the setting; the HFTarget setting where there is one.
+    assert seen == [None, True, False]
+
+
 @pytest.mark.parametrize(
     ("behaviour", "delay", "status"),
     [("raise", 0.0, "error"), ("garbage", 0.0, "garbage"), ("unknown", 0.0, "garbage"), ("ok", 5.0, "late")],

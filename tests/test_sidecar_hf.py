@@ -842,6 +842,15 @@ def test_mentioned_values_keep_a_named_optional_parameters_row_from_answering_nu
     assert answers["Weather in Paris?"]["0.city"] == "null"  # required_values is off
     unit = answers["Weather in Paris, and in which unit?"]["0.unit"]
     assert unit and not unit.startswith("n"), unit  # named: never null, nor empty
+    # A target known to leave named optionals to the model: the row may answer null again.
+    request = SidecarRequest(
+        [{"role": "user", "content": "Weather in Paris, and in which unit?"}],
+        [tool],
+        named_optionals=False,
+    )
+    model = ScriptedLM(make_model("qwen3", len(tokenizer)), script, null[0])
+    sidecar = HFSidecar(model, tokenizer, options=WaveOptions(mentioned_values=True))
+    assert anyio.run(sidecar.run_wave, request, HintBox()).answers["0.unit"] == "null"
     with pytest.raises(ValueError, match="mentioned_values"):
         OpenAISidecar("http://127.0.0.1:9", options=WaveOptions(mentioned_values=True))
 

@@ -208,7 +208,13 @@ class FastToolCaller:
         async with anyio.create_task_group() as tg:
             if box is not None and self.sidecar is not None:
                 sidecar_stats.status = "running"
-                wave_request = SidecarRequest(request.messages, request.tools, request.arrival)
+                named = getattr(self.target, "constrain_mentioned", None)
+                wave_request = SidecarRequest(
+                    request.messages,
+                    request.tools,
+                    request.arrival,
+                    named_optionals=named if isinstance(named, bool) else None,
+                )
                 tg.start_soon(self._run_wave, self.sidecar, wave_request, box, sidecar_stats, speculator)
             try:
                 generation = await self.target.generate(request)

@@ -122,6 +122,8 @@ class WaveOptions:
         mentioned_values: the same for an *optional* parameter the user's messages name
             (:func:`~ooo_agent.decoding.mentions.mentioned_parameters`): a target decoding
             with ``constrain_mentioned`` writes it, so its row answers a value, not ``null``.
+            Skipped for a request whose ``named_optionals`` is ``False`` (a target known not
+            to: ``FastToolCaller`` says so for an ``HFTarget`` without ``constrain_mentioned``).
             In-process sidecars only.
         typed_values: each argument row's answer is held, token by token, to its parameter's
             schema — its JSON type, enum and array elements, ``null`` only where the row may

@@ -24,6 +24,11 @@ class SidecarRequest:
     tools: Sequence[Mapping[str, Any]]
     arrival: float = field(default_factory=time.perf_counter)
     """``time.perf_counter()`` at the request's arrival; latencies are measured from it."""
+    named_optionals: bool | None = None
+    """Whether the target writes every optional parameter the request names (an ``HFTarget``
+    with ``constrain_mentioned``): ``False`` turns ``WaveOptions.mentioned_values`` off for this
+    request; ``None`` (not known) leaves it to the option. ``FastToolCaller`` sets it from its
+    target's ``constrain_mentioned`` where the target has one."""
 
 
 @dataclass(frozen=True)

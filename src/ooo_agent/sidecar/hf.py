@@ -316,7 +316,8 @@ class HFSidecar:
         optional parameter the request names); with ``options.typed_values``, each row held to
         its parameter's schema (``constraints``)."""
         required_values, typed_values = self.options.required_values, self.options.typed_values
-        mentioned_values = self.options.mentioned_values
+        # Not where the caller knows the target leaves named optionals to the model.
+        mentioned_values = self.options.mentioned_values and plan.request.named_optionals is not False
         if not (required_values or typed_values or mentioned_values):
             return None, None
         named: dict[str, tuple[str, ...]] = {}
