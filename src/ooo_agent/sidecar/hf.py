@@ -320,11 +320,12 @@ class HFSidecar:
         mentioned_values = self.options.mentioned_values and plan.request.named_optionals is not False
         if not (required_values or typed_values or mentioned_values):
             return None, None
-        named: dict[str, tuple[str, ...]] = {}
+        named: list[tuple[str, ...]] = []  # per offered tool, its named optional parameters
         if mentioned_values:
             from ooo_agent.decoding.mentions import mentioned_parameters
 
-            named = mentioned_parameters(plan.request.messages, plan.request.tools)
+            found = mentioned_parameters(plan.request.messages, plan.request.tools)
+            named = [found.get(name, ()) for name, _ in tool_signatures(plan.request.tools)]
         bans: dict[int, list[int]] = {}
         constraints: dict[int, ValueConstraint] = {}
         for i, row in enumerate(plan.rows):
@@ -332,7 +333,7 @@ class HFSidecar:
                 continue
             tool = plan.request.tools[row.function_index]
             needs_value = (required_values and row.param in _required_parameters(tool)) or (
-                row.param in named.get(_tool_name(tool), ())
+                bool(named) and row.param in named[row.function_index]
             )
             if needs_value:
                 bans[i] = self.null_token_ids()
@@ -364,11 +365,6 @@ class HFSidecar:
                     found.add(token_id)
             self._null_ids = sorted(found)
         return self._null_ids
-
-
-def _tool_name(tool: Mapping[str, Any]) -> str:
-    function = tool.get("function", tool)
-    return str(function.get("name", ""))
 
 
 def _required_parameters(tool: Mapping[str, Any]) -> frozenset[str]:

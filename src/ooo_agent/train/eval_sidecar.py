@@ -340,8 +340,8 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 def wave_fields(args: argparse.Namespace) -> SidecarDefaults:
     """The sidecar's ``WaveOptions`` fields from ``--function-choice``, ``--relevance-weight``,
-    ``--tool-list``, ``--required-values``, ``--mentioned-values`` and ``--typed-values``; each ``auto`` (or absent
-    weight) is the preset's own setting
+    ``--tool-list``, ``--required-values``, ``--mentioned-values`` and ``--typed-values``; each
+    ``auto`` (or absent weight) is the preset's own setting
     (:func:`~ooo_agent.models.presets.sidecar_wave_defaults`), else the method as published."""
     from ooo_agent.models.presets import sidecar_wave_defaults
 
