@@ -720,3 +720,76 @@ def test_every_prefix_of_a_valid_array_call_conforms(
     text = fmt.render_calls([("book_hotel", arguments)])
     for end in range(len(text) + 1):
         assert skeleton.conforms(text[:end]) is not False, (text[:end], text)
+
+
+BOUNDED = {
+    "type": "function",
+    "function": {
+        "name": "score",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "share": {"type": "number", "minimum": -1, "maximum": 1},
+                "count": {"type": "integer", "exclusiveMinimum": 0, "maximum": 10},
+                "level": {"type": "number", "minimum": 2, "exclusiveMaximum": True, "maximum": 5},
+            },
+            "required": [],
+        },
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ('{"share": 0', True),
+        ('{"share": 0.05}', True),
+        ('{"share": 1}', True),
+        ('{"share": 1.', True),  # 1.0 fits
+        ('{"share": 1.5', False),
+        ('{"share": 5', False),  # 5, 5.2, 50: all too big
+        ('{"share": -', True),
+        ('{"share": -0.5}', True),
+        ('{"share": -2', False),
+        ('{"share": 5e', False),  # plain decimal notation while a bounded number is written
+        ('{"count": 0}', False),  # exclusive
+        ('{"count": 0', True),  # may still become 0.…: the kind check refuses the dot
+        ('{"count": 10}', True),
+        ('{"count": 11', False),
+        ('{"count": -', False),
+        ('{"level": 2}', True),
+        ('{"level": 4.99}', True),
+        ('{"level": 5}', False),  # draft 4: exclusiveMaximum as a flag on maximum
+        ('{"level": 5.', False),
+        ('{"level": 1.9', False),
+        ('{"level": "x"', False),
+    ],
+)
+def test_numbers_within_their_bounds(arguments: str, expected: bool) -> None:
+    skeleton = HermesFormat().skeleton([BOUNDED])
+    head = '<tool_call>\n{"name": "score", "arguments": '
+    assert skeleton.conforms(head + arguments) is expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    thousandths=st.integers(min_value=-1000, max_value=1000),
+    count=st.integers(min_value=1, max_value=10),
+)
+def test_every_prefix_of_a_bounded_number_conforms(thousandths: int, count: int) -> None:
+    skeleton = HermesFormat().skeleton([BOUNDED])
+    text = HermesFormat().render_calls([("score", {"share": thousandths / 1000, "count": count})])
+    for end in range(len(text) + 1):
+        assert skeleton.conforms(text[:end]) is not False, (text[:end], text)
+
+
+def test_number_bounds_of_a_schema() -> None:
+    from ooo_agent.formats._scan import NumberBounds
+
+    assert NumberBounds.of({"type": "number"}) is None
+    assert NumberBounds.of({"minimum": True}) is None  # a flag is no bound
+    assert NumberBounds.of({"minimum": 0, "exclusiveMinimum": 1}) == NumberBounds(1.0, None, True)
+    assert NumberBounds.of({"minimum": 2, "exclusiveMinimum": 1}) == NumberBounds(2.0)
+    assert NumberBounds.of({"maximum": 3, "exclusiveMaximum": True}) == NumberBounds(
+        None, 3.0, False, True
+    )

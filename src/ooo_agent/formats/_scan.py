@@ -4,6 +4,7 @@ where bare-JSON calls start, and what the skeleton needs of each tool's schema."
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,8 @@ __all__ = [
     "SCALAR",
     "WS",
     "ArrayItems",
+    "NumberBounds",
+    "StringPattern",
     "ToolShape",
     "TopLevelScan",
     "ValueShape",
@@ -60,6 +63,145 @@ class ArrayItems:
 
 
 @dataclass(frozen=True)
+class StringPattern:
+    """A string's ``pattern`` (a regular expression the value must contain a match of, as JSON
+    Schema reads it), matched with the ``regex`` package's partial matching: a prefix is refused
+    once no continuation of it can match (``"2024/`` under ``^\\d{4}-``), the closing quote while
+    the value does not match (``"New York"`` under ``,``). A pattern ``regex`` cannot compile
+    holds nothing; without the package (it comes with ``transformers``) no pattern does."""
+
+    source: str
+    compiled: Any = field(compare=False)
+
+    @classmethod
+    def of(cls, schema: Any) -> StringPattern | None:
+        """The pattern ``schema`` sets, ``None`` when it sets none (or none that compiles)."""
+        source = schema.get("pattern") if isinstance(schema, Mapping) else None
+        if not isinstance(source, str):
+            return None
+        try:
+            import regex
+        except ImportError:
+            return None
+        try:
+            compiled = regex.compile(source)
+        except (regex.error, TypeError, ValueError):
+            return None
+        return cls(source, compiled)
+
+    def admits(self, text: str, complete: bool) -> bool:
+        """Whether the string written so far (``text``, from its opening quote; the whole
+        string when ``complete``) matches, or can still. Text that is no string is left to the
+        kind check."""
+        if not text.startswith('"'):
+            return True
+        body = text[1:-1] if complete else _whole_escapes(text[1:])
+        value = decode_string(body)
+        if value is None:
+            return True  # the scan refuses a broken escape itself
+        return self.compiled.search(value, partial=not complete) is not None
+
+
+_PARTIAL_ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{0,3})?$")
+
+
+def _whole_escapes(body: str) -> str:
+    """``body`` without an escape its last characters leave unfinished (``\\``, ``\\u00``)."""
+    match = _PARTIAL_ESCAPE.search(body)
+    if match is None:
+        return body
+    # an even run of backslashes before it is escaped backslashes, not an open escape
+    run = len(body[: match.start()]) - len(body[: match.start()].rstrip("\\"))
+    return body if run % 2 else body[: match.start()]
+
+
+@dataclass(frozen=True)
+class NumberBounds:
+    """A number's ``minimum`` / ``maximum`` (``exclusiveMinimum`` / ``exclusiveMaximum``, as a
+    number or, draft 4, as a flag on the other).
+
+    A bounded value is held to plain decimal notation while it is written (an exponent would
+    let any prefix reach any value): a prefix is refused once no completion of it is within
+    the bounds — ``5`` under ``maximum: 1`` (``5``, ``5.2``, ``50`` are all too big), not ``0``
+    or ``1``."""
+
+    minimum: float | None = None
+    maximum: float | None = None
+    exclusive_minimum: bool = False
+    exclusive_maximum: bool = False
+
+    @classmethod
+    def of(cls, schema: Any) -> NumberBounds | None:
+        """The bounds ``schema`` sets, ``None`` when it sets none."""
+        if not isinstance(schema, Mapping):
+            return None
+
+        def number(key: str) -> float | None:
+            value = schema.get(key)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                return float(value)
+            return None
+
+        low, high = number("minimum"), number("maximum")
+        low_open = high_open = False
+        if (ex := number("exclusiveMinimum")) is not None:
+            if low is None or ex >= low:
+                low, low_open = ex, True
+        elif schema.get("exclusiveMinimum") is True and low is not None:
+            low_open = True
+        if (ex := number("exclusiveMaximum")) is not None:
+            if high is None or ex <= high:
+                high, high_open = ex, True
+        elif schema.get("exclusiveMaximum") is True and high is not None:
+            high_open = True
+        if low is None and high is None:
+            return None
+        return cls(low, high, low_open, high_open)
+
+    def admits(self, text: str, complete: bool) -> bool:
+        """Whether the number written so far (``text``; the whole number when ``complete``)
+        is, or can still become, one within the bounds. Text that is not a number is left to
+        the kind check."""
+        if not text or (text[0] != "-" and not text[0].isdigit()):
+            return True
+        if complete:
+            try:
+                value = float(text)
+            except ValueError:
+                return True
+            return self._fits(value, value, True, True)
+        if "e" in text or "E" in text:
+            return False
+        negative = text.startswith("-")
+        body = text[1:] if negative else text
+        if not body:
+            return self._fits(-math.inf, 0.0, False, True)
+        whole, dot, fraction = body.partition(".")
+        if dot:
+            low = float(f"{whole}.{fraction}" if fraction else whole)
+            high = low + 10.0 ** -len(fraction)
+        elif whole == "0":
+            low, high = 0.0, 1.0  # 0 itself or 0.…
+        else:
+            low, high = float(whole), math.inf  # itself, itself.…, or more digits
+        if negative:
+            return self._fits(-high, -low, False, True)
+        return self._fits(low, high, True, False)
+
+    def _fits(self, low: float, high: float, low_closed: bool, high_closed: bool) -> bool:
+        """Whether the interval from ``low`` to ``high`` meets the bounds."""
+        if self.maximum is not None:
+            closed = low_closed and not self.exclusive_maximum
+            if low > self.maximum or (low == self.maximum and not closed):
+                return False
+        if self.minimum is not None:
+            closed = high_closed and not self.exclusive_minimum
+            if high < self.minimum or (high == self.minimum and not closed):
+                return False
+        return True
+
+
+@dataclass(frozen=True)
 class ToolShape:
     """What the skeleton needs of one tool, computed once."""
 
@@ -78,6 +220,12 @@ class ToolShape:
     """The values a parameter with an ``enum`` (or ``const``) may take."""
     items: Mapping[str, ArrayItems] = field(default_factory=dict)
     """For an array parameter whose schema says something of its elements: what it says."""
+    bounds: Mapping[str, NumberBounds] = field(default_factory=dict)
+    """For a number parameter with a ``minimum`` / ``maximum``: its bounds."""
+    patterns: Mapping[str, StringPattern] = field(default_factory=dict)
+    """For a string parameter with a ``pattern``: the pattern."""
+    excluded: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    """For a parameter whose schema says ``not: {"enum": [...]}``: the values ruled out."""
 
 
 def _is_string_schema(schema: Any) -> bool:
@@ -151,6 +299,12 @@ def _enum(schema: Any) -> tuple[Any, ...] | None:
     return None
 
 
+def _excluded(schema: Any) -> tuple[Any, ...] | None:
+    """The values ``not: {"enum": [...]}`` (or ``not: {"const": ...}``) rules out."""
+    negated = schema.get("not") if isinstance(schema, Mapping) else None
+    return _enum(negated) if isinstance(negated, Mapping) and len(negated) == 1 else None
+
+
 def _array_items(schema: Any) -> ArrayItems:
     if not isinstance(schema, Mapping) or schema.get("type") != "array":
         return ArrayItems()
@@ -183,6 +337,9 @@ def tool_shape(tool: ToolDict) -> ToolShape:
         kinds={k: value_kinds(props[k]) for k in keys},
         enums={k: e for k in keys if (e := _enum(props[k])) is not None},
         items={k: a for k in keys if (a := _array_items(props[k]))},
+        bounds={k: b for k in keys if (b := NumberBounds.of(props[k])) is not None},
+        patterns={k: s for k in keys if (s := StringPattern.of(props[k])) is not None},
+        excluded={k: x for k in keys if (x := _excluded(props[k])) is not None},
     )
 
 
@@ -412,13 +569,23 @@ def _value_fits(
     kinds: frozenset[str],
     enum: tuple[Any, ...] | None,
     items: ArrayItems = _ANY_ITEMS,
+    bounds: NumberBounds | None = None,
+    pattern: StringPattern | None = None,
+    excluded: tuple[Any, ...] | None = None,
 ) -> bool:
     """Whether the value written so far (``text``, from its first character; the whole value
-    when ``complete``) can still be of one of ``kinds``, among ``enum``, and, an array, hold
-    elements as ``items`` says (:func:`_items_fit`)."""
+    when ``complete``) can still be of one of ``kinds``, among ``enum``, within ``bounds``,
+    matching ``pattern``, none of ``excluded`` (once whole) and, an array, hold elements as
+    ``items`` says (:func:`_items_fit`)."""
     if not _kind_fits(text, kinds):
         return False
     if items and text[0] == "[" and not _items_fit(text, items):
+        return False
+    if bounds is not None and not bounds.admits(text, complete):
+        return False
+    if pattern is not None and not pattern.admits(text, complete):
+        return False
+    if excluded is not None and complete and _among(text, complete, excluded):
         return False
     return enum is None or _among(text, complete, enum)
 
@@ -432,15 +599,34 @@ class ValueShape:
     kinds: frozenset[str] = frozenset()
     enum: tuple[Any, ...] | None = None
     items: ArrayItems = _ANY_ITEMS
+    bounds: NumberBounds | None = None
+    pattern: StringPattern | None = None
+    excluded: tuple[Any, ...] | None = None
 
     @classmethod
     def of(cls, schema: Any) -> ValueShape:
-        return cls(value_kinds(schema), _enum(schema), _array_items(schema))
+        return cls(
+            value_kinds(schema),
+            _enum(schema),
+            _array_items(schema),
+            NumberBounds.of(schema),
+            StringPattern.of(schema),
+            _excluded(schema),
+        )
 
     def admits(self, text: str, complete: bool) -> bool:
         """Whether the value written so far (``text``, from its first character; the whole
         value when ``complete``) can still be one this schema accepts."""
-        return _value_fits(text, complete, self.kinds, self.enum, self.items)
+        return _value_fits(
+            text,
+            complete,
+            self.kinds,
+            self.enum,
+            self.items,
+            self.bounds,
+            self.pattern,
+            self.excluded,
+        )
 
 
 def arguments_end(text: str, start: int, shape: ToolShape) -> int:
@@ -448,7 +634,9 @@ def arguments_end(text: str, start: int, shape: ToolShape) -> int:
     after optional whitespace), as :func:`json_value_end` does, and hold it to the tool's
     schema too: every key one of the tool's parameters (any key when the schema lists none),
     none twice (nor in any nested object); a top-level value of its declared JSON type and,
-    with an ``enum``, among it; an array's elements as its schema says (:class:`ArrayItems`);
+    with an ``enum``, among it, with a ``minimum`` / ``maximum``, within them
+    (:class:`NumberBounds`), with a ``pattern``, matching it (:class:`StringPattern`), with
+    ``not: {"enum": [...]}``, none of those; an array's elements as its schema says (:class:`ArrayItems`);
     no closing brace before every required parameter is written, no comma after the last
     parameter, no run of whitespace longer than :data:`MAX_WS`. Returns the index after the
     object, :data:`INCOMPLETE` or :data:`INVALID`."""
@@ -508,6 +696,9 @@ def arguments_end(text: str, start: int, shape: ToolShape) -> int:
                 shape.kinds.get(key, frozenset()),
                 shape.enums.get(key),
                 shape.items.get(key, _ANY_ITEMS),
+                shape.bounds.get(key),
+                shape.patterns.get(key),
+                shape.excluded.get(key),
             ):
                 return INVALID
             if not complete:
