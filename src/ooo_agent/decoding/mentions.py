@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ooo_agent.formats._common import loose_function
 from ooo_agent.sidecar.relevance import relevance_terms, user_text
 
 __all__ = ["mentioned_parameters", "options", "with_mentioned_required"]
@@ -54,11 +55,6 @@ def options(schema: Any) -> list[str]:
     return [str(option) for option in found if isinstance(option, str)]
 
 
-def _function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
-    function = tool.get("function")
-    return function if isinstance(function, Mapping) else tool
-
-
 def _names_option(option: Any, text: str) -> bool:
     if not isinstance(option, str) or len(option) < _MIN_OPTION:
         return False
@@ -75,7 +71,7 @@ def mentioned_parameters(
     lowered = text.lower()
     found: dict[str, tuple[str, ...]] = {}
     for tool in tools:
-        function = _function(tool)
+        function = loose_function(tool)
         parameters = function.get("parameters")
         if not isinstance(parameters, Mapping):
             continue
@@ -105,12 +101,12 @@ def with_mentioned_required(
     named = mentioned_parameters(messages, tools)
     out: list[Mapping[str, Any]] = []
     for tool in tools:
-        extra = named.get(str(_function(tool).get("name", "")))
+        extra = named.get(str(loose_function(tool).get("name", "")))
         if not extra:
             out.append(tool)
             continue
         changed = copy.deepcopy(dict(tool))
-        function = _function(changed)
+        function = loose_function(changed)
         parameters = function["parameters"]
         required = parameters.get("required")
         parameters["required"] = [*(required if isinstance(required, list) else []), *extra]

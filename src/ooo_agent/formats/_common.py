@@ -20,6 +20,7 @@ __all__ = [
     "content_text",
     "dump_json",
     "function_of",
+    "loose_function",
     "message_calls",
     "plain",
     "plain_tools",
@@ -67,6 +68,13 @@ def function_of(tool: Mapping[str, Any]) -> Mapping[str, Any]:
     if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
         raise FormatError(f"tool has no function name: {tool!r:.200}")
     return fn
+
+
+def loose_function(tool: Mapping[str, Any]) -> Mapping[str, Any]:
+    """As :func:`function_of`, for readers that skip what they cannot use: the ``function``
+    part when it is a mapping, else the dict itself; never raises."""
+    fn = tool.get("function")
+    return fn if isinstance(fn, Mapping) else tool
 
 
 def dump_json(value: Any) -> str:

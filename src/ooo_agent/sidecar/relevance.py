@@ -19,6 +19,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ooo_agent.formats._common import loose_function
+
 __all__ = [
     "NAME_WEIGHT",
     "STOPWORDS",
@@ -98,7 +100,7 @@ def tool_relevance(
     names: list[set[str]] = []
     descriptions: list[set[str]] = []
     for tool in tools:
-        function = tool.get("function", tool)
+        function = loose_function(tool)
         names.append(relevance_terms(str(function.get("name", ""))))
         descriptions.append(relevance_terms(str(function.get("description") or "")))
     documents = [name | description for name, description in zip(names, descriptions, strict=True)]

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ooo_agent.formats._common import loose_function
 from ooo_agent.sidecar.base import Hint
 
 __all__ = [
@@ -126,7 +127,7 @@ def tool_signatures(tools: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[
     """``(name, parameter names in schema order)`` for each OpenAI tool dict."""
     signatures = []
     for tool in tools:
-        function = tool.get("function", tool)
+        function = loose_function(tool)
         params = function.get("parameters") or {}
         properties = params.get("properties") if isinstance(params, Mapping) else None
         names = list(properties) if isinstance(properties, Mapping) else []
@@ -139,7 +140,7 @@ def tool_descriptions(tools: Sequence[Mapping[str, Any]]) -> list[str]:
     :data:`DESCRIPTION_CHARS` characters at a word boundary (``…`` marks a cut)."""
     descriptions = []
     for tool in tools:
-        function = tool.get("function", tool)
+        function = loose_function(tool)
         text = " ".join(str(function.get("description") or "").split())
         if len(text) > DESCRIPTION_CHARS:
             cut = text[:DESCRIPTION_CHARS].rsplit(" ", 1)[0] or text[:DESCRIPTION_CHARS]
