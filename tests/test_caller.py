@@ -157,12 +157,14 @@ async def test_the_wave_request_says_whether_the_target_writes_named_optionals()
         target = SpeculativeReplay([CALL], steps=1, step_s=0.0)
         if constrain is not None:
             target.constrain_mentioned = constrain  # type: ignore[attr-defined]
+            target.constrain_values = constrain  # type: ignore[attr-defined]
         sidecar = Recording()
         await FastToolCaller(target, sidecar).call([], [add])
         (request,) = sidecar.requests
-        seen.append(request.named_optionals)
-    # Unknown for a target without the setting; the HFTarget setting where there is one.
-    assert seen == [None, True, False]
+        seen.append((request.named_optionals, request.value_conventions))
+    # Unknown for a target without the setting; the HFTarget setting where there is one. Value
+    # conventions only where the target is known to hold values to them.
+    assert seen == [(None, False), (True, True), (False, False)]
 
 
 @pytest.mark.parametrize(

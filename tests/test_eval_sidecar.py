@@ -317,3 +317,20 @@ def test_cli_refuses_training_requests_and_bad_input(
     assert main(argv) == 1
     assert "no request" in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()
+
+
+def test_waves_can_run_as_beside_a_target_that_holds_values_to_conventions() -> None:
+    seen: list[bool] = []
+
+    class Recording(ScriptedSidecar):
+        def run_wave_sync(
+            self, request: SidecarRequest, box: HintBox, cancel: threading.Event | None = None
+        ) -> WaveReport:
+            seen.append(request.value_conventions)
+            return super().run_wave_sync(request, box, cancel)
+
+    item = LabelledRequest(_request("v", [WEATHER]), ("get_weather", {"city": "Oslo"}))
+    sidecar = Recording({"v": {"function": "0", "0.city": '"Oslo"'}})
+    evaluate_sidecar(sidecar, [item], labels=["target"])
+    evaluate_sidecar(sidecar, [item], labels=["target"], value_conventions=True)
+    assert seen == [False, True]

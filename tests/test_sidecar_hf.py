@@ -926,3 +926,21 @@ def test_the_embedded_sidecar_scores_tool_names_by_default() -> None:
     )
     report = calibrated.run_wave_sync(SidecarRequest(messages, TOOLS), HintBox())
     assert report.hint.function == "get_time", report.answers
+
+
+def test_typed_rows_follow_a_target_that_holds_values_to_conventions(tokenizer: Any) -> None:
+    """Beside a target decoding with ``constrain_values``, a rate row writes the stated
+    percentage as a fraction — the target's value — instead of the sidecar's own ``5``."""
+    tool = _tool("future_value", {"rate": {"type": "number", "description": "The rate."}})
+    tool["function"]["parameters"]["required"] = ["rate"]
+    messages = [{"role": "user", "content": "Future value at an annual rate of 5%?"}]
+    five = tokenizer.convert_tokens_to_ids("5")
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    answers = {}
+    for conventions in (False, True):
+        # Every row's likeliest answer is `5`, then the end of the turn.
+        model = ScriptedLM(make_model("qwen3", len(tokenizer)), {five: end}, five)
+        sidecar = HFSidecar(model, tokenizer, options=WaveOptions(typed_values=True))
+        request = SidecarRequest(messages, [tool], value_conventions=conventions)
+        answers[conventions] = anyio.run(sidecar.run_wave, request, HintBox()).answers["0.rate"]
+    assert answers == {False: "5", True: "0.05"}

@@ -214,6 +214,7 @@ class FastToolCaller:
                     request.tools,
                     request.arrival,
                     named_optionals=named if isinstance(named, bool) else None,
+                    value_conventions=getattr(self.target, "constrain_values", False) is True,
                 )
                 tg.start_soon(self._run_wave, self.sidecar, wave_request, box, sidecar_stats, speculator)
             try:

@@ -113,8 +113,9 @@ def _load_embedded(console: Console) -> tuple[dict[Mode, Target], Any] | None:
         return None
     # Calls may only name the offered tools, and their arguments only the tool's parameters
     # (required ones included, and the optional ones the request names; values of the
-    # declared types), in every mode alike (the modes stay token-identical to constrained
-    # greedy decoding).
+    # declared types, written as the tool and the request say: a rate stated in percent as a
+    # fraction, "City, State" where asked, amounts whole), in every mode alike (the modes stay
+    # token-identical to constrained greedy decoding).
     targets: dict[Mode, Target] = {
         mode: HFTarget(
             model,
@@ -123,6 +124,7 @@ def _load_embedded(console: Console) -> tuple[dict[Mode, Target], Any] | None:
             num_threads=1,
             constrain_names=True,
             constrain_mentioned=True,
+            constrain_values=True,
         )
         for mode in ("vanilla", "toolspec", "ooo")
     }
@@ -166,8 +168,9 @@ async def _run(console: Console, requests: Sequence[str]) -> int:
     targets, sidecar = loaded
     console.print(
         "Decoding with calls constrained to the offered tools and their schemas "
-        "and the optional parameters a request names (HFTarget(constrain_names=True, "
-        "constrain_mentioned=True)), in every mode."
+        "and the optional parameters a request names, values as the tool and the request say "
+        "(HFTarget(constrain_names=True, constrain_mentioned=True, constrain_values=True)), "
+        "in every mode."
     )
     callers = {mode: FastToolCaller(target, sidecar, mode=mode) for mode, target in targets.items()}
     table = Table(title="Same model, same run: vanilla vs toolspec vs ooo (time from arrival)")

@@ -220,6 +220,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="as --constrain-arguments, and the optional parameters a request names count as "
         "required (HFTarget(constrain_mentioned=True))",
     )
+    add(
+        "--constrain-values",
+        action="store_true",
+        help="as --constrain-arguments, and values follow the conventions the tool and the "
+        "request state: a rate stated in percent as a fraction, 'City, State' where asked "
+        "(HFTarget(constrain_values=True))",
+    )
     add("--threads", type=int, default=1, help="torch CPU threads of the target (default 1)")
     add("--sidecar-threads", type=int, default=1, help="torch CPU threads of the sidecar")
     add("--max-new-tokens", type=int, default=256)
@@ -269,6 +276,7 @@ def _constrained(args: argparse.Namespace) -> bool:
         or args.constrain_json
         or args.constrain_arguments
         or args.constrain_mentioned
+        or args.constrain_values
     )
 
 
@@ -411,7 +419,7 @@ async def _run(args: argparse.Namespace) -> int:
             max_new_tokens=args.max_new_tokens, sidecar_timeout=args.sidecar_timeout,
             pld_tokens=args.pld_tokens, constrain_names=args.constrain_names,
             constrain_json=args.constrain_json, constrain_arguments=args.constrain_arguments,
-            constrain_mentioned=args.constrain_mentioned,
+            constrain_mentioned=args.constrain_mentioned, constrain_values=args.constrain_values,
         )  # fmt: skip
         schedule = [(item, True) for item in warmups] + [(item, False) for item in measured]
         with Progress(
@@ -490,6 +498,7 @@ async def _run(args: argparse.Namespace) -> int:
             "constrain_json": args.constrain_json,
             "constrain_arguments": args.constrain_arguments,
             "constrain_mentioned": args.constrain_mentioned,
+            "constrain_values": args.constrain_values,
             "target_threads": args.threads,
             "sidecar_threads": args.sidecar_threads,
             "sidecar_process": args.sidecar_process,

@@ -102,14 +102,15 @@ def build_runners(
     constrain_json: bool = False,
     constrain_arguments: bool = False,
     constrain_mentioned: bool = False,
+    constrain_values: bool = False,
 ) -> dict[str, ModeRunner]:
     """A :class:`ModeRunner` per mode, all over ``model`` (one target instance each).
 
     ``wrap(mode, target)`` may replace a mode's target (tests inject faults with it).
-    ``constrain_names`` / ``constrain_json`` / ``constrain_arguments`` / ``constrain_mentioned``:
-    every ``HFTarget`` mode decodes with the function-name / well-formed-call /
-    arguments-follow-the-schema / named-optional-parameters-too constraint (``hf-pld``,
-    transformers' own loop, cannot).
+    ``constrain_names`` / ``constrain_json`` / ``constrain_arguments`` / ``constrain_mentioned``
+    / ``constrain_values``: every ``HFTarget`` mode decodes with the function-name /
+    well-formed-call / arguments-follow-the-schema / named-optional-parameters-too /
+    value-conventions-too constraint (``hf-pld``, transformers' own loop, cannot).
     """
     from ooo_agent.bench.baselines import PromptLookupTarget
     from ooo_agent.targets.hf import HFTarget
@@ -119,7 +120,13 @@ def build_runners(
         raise ValueError(f"unknown mode(s) {unknown}; known: {', '.join(BENCH_MODES)}")
     if "ooo" in modes and sidecar is None:
         raise ValueError("mode 'ooo' needs a sidecar")
-    constrained = constrain_names or constrain_json or constrain_arguments or constrain_mentioned
+    constrained = (
+        constrain_names
+        or constrain_json
+        or constrain_arguments
+        or constrain_mentioned
+        or constrain_values
+    )
     if constrained and "hf-pld" in modes:
         raise ValueError("mode 'hf-pld' (transformers' generate) cannot constrain decoding")
     runners: dict[str, ModeRunner] = {}
@@ -139,6 +146,7 @@ def build_runners(
                 constrain_json=constrain_json,
                 constrain_arguments=constrain_arguments,
                 constrain_mentioned=constrain_mentioned,
+                constrain_values=constrain_values,
             )
             call_mode = "ooo" if name == "ooo" else "toolspec" if name == "toolspec" else "vanilla"
         if wrap is not None:

@@ -29,6 +29,12 @@ class SidecarRequest:
     with ``constrain_mentioned``): ``False`` turns ``WaveOptions.mentioned_values`` off for this
     request; ``None`` (not known) leaves it to the option. ``FastToolCaller`` sets it from its
     target's ``constrain_mentioned`` where the target has one."""
+    value_conventions: bool = False
+    """Whether the target holds values to the conventions of
+    :func:`ooo_agent.decoding.conventions.with_value_conventions` (an ``HFTarget`` with
+    ``constrain_values``): a sidecar with ``WaveOptions.typed_values`` then holds its argument
+    rows to the same (a rate stated in percent as a fraction, …), so its hint is the target's
+    value. ``FastToolCaller`` sets it from its target's ``constrain_values``."""
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ import anyio
 import anyio.to_thread
 
 from ooo_agent.errors import ModelNotAvailableError, SidecarError
+from ooo_agent.formats._common import loose_function
 from ooo_agent.sidecar._wave import WaveAssembler, WaveOptions, WavePlan, WaveReport
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
 from ooo_agent.sidecar.batch import GenerationCancelled, RowResult, SharedPrefixGenerator
@@ -314,7 +315,8 @@ class HFSidecar:
         ``options.required_values``, for each row of a required parameter the tokens that would
         start ``null`` (``first_token_bans``; with ``options.mentioned_values`` also for each
         optional parameter the request names); with ``options.typed_values``, each row held to
-        its parameter's schema (``constraints``)."""
+        its parameter's schema (``constraints``) — as the target reads it when the request says
+        the target holds values to conventions (``SidecarRequest.value_conventions``)."""
         required_values, typed_values = self.options.required_values, self.options.typed_values
         # Not where the caller knows the target leaves named optionals to the model.
         mentioned_values = self.options.mentioned_values and plan.request.named_optionals is not False
@@ -326,6 +328,11 @@ class HFSidecar:
 
             found = mentioned_parameters(plan.request.messages, plan.request.tools)
             named = [found.get(name, ()) for name, _ in tool_signatures(plan.request.tools)]
+        tools = plan.request.tools
+        if typed_values and plan.request.value_conventions:
+            from ooo_agent.decoding.conventions import with_value_conventions
+
+            tools = with_value_conventions(plan.request.messages, tools)
         bans: dict[int, list[int]] = {}
         constraints: dict[int, ValueConstraint] = {}
         for i, row in enumerate(plan.rows):
@@ -338,7 +345,7 @@ class HFSidecar:
             if needs_value:
                 bans[i] = self.null_token_ids()
             if typed_values:
-                schema = parameter_schemas(tool).get(row.param)
+                schema = parameter_schemas(tools[row.function_index]).get(row.param)
                 constraints[i] = ValueConstraint(
                     schema if schema is not None else {},
                     self.generator.decode,
@@ -369,7 +376,7 @@ class HFSidecar:
 
 def _required_parameters(tool: Mapping[str, Any]) -> frozenset[str]:
     """The required parameter names of an OpenAI tool dict (or a bare function dict)."""
-    function = tool.get("function", tool)
+    function = loose_function(tool)
     parameters = function.get("parameters") or {}
     required = parameters.get("required") or ()
     return frozenset(str(name) for name in required)

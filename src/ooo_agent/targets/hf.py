@@ -60,7 +60,10 @@ class HFTarget:
     elements as ``items`` / ``maxItems`` / ``uniqueItems`` say (:mod:`ooo_agent.decoding.constraint`), in every mode alike: the modes then equal
     *constrained* greedy decoding token for token. ``constrain_mentioned`` (which implies
     ``constrain_arguments``) also counts as required the optional parameters the user's
-    messages name (:mod:`ooo_agent.decoding.mentions`). Off by default (plain greedy decoding).
+    messages name (:mod:`ooo_agent.decoding.mentions`); ``constrain_values`` (which implies
+    ``constrain_arguments`` too) holds values to the conventions the tool and the request state:
+    a rate stated in percent as a fraction, a place asked for as "City, State" so
+    (:mod:`ooo_agent.decoding.conventions`). Off by default (plain greedy decoding).
     """
 
     def __init__(
@@ -83,6 +86,7 @@ class HFTarget:
         constrain_json: bool = False,
         constrain_arguments: bool = False,
         constrain_mentioned: bool = False,
+        constrain_values: bool = False,
     ) -> None:
         import torch
 
@@ -107,8 +111,11 @@ class HFTarget:
         self.max_draft_tokens = max_draft_tokens
         self.constrain_names = constrain_names
         self.constrain_json = constrain_json
-        self.constrain_arguments = constrain_arguments or constrain_mentioned
+        self.constrain_arguments = (
+            constrain_arguments or constrain_mentioned or constrain_values
+        )
         self.constrain_mentioned = constrain_mentioned
+        self.constrain_values = constrain_values
         self.engine: DecodeEngine = DecodeEngine(
             model, prefix_reuse=prefix_reuse, split_head=split_head
         )
@@ -214,12 +221,21 @@ class HFTarget:
     def _decoding_tools(self, request: TargetRequest) -> Sequence[Mapping[str, Any]]:
         """The tools as this request's constraint and schema drafts read them: with
         ``constrain_mentioned``, the optional parameters the request names made required (the
-        drafts then offer those keys before the closing brace the constraint would refuse)."""
-        if not (self.constrain_mentioned and request.tools):
-            return request.tools
-        from ooo_agent.decoding.mentions import with_mentioned_required
+        drafts then offer those keys before the closing brace the constraint would refuse);
+        with ``constrain_values``, the value conventions of
+        :func:`ooo_agent.decoding.conventions.with_value_conventions`."""
+        tools = request.tools
+        if not tools:
+            return tools
+        if self.constrain_mentioned:
+            from ooo_agent.decoding.mentions import with_mentioned_required
 
-        return with_mentioned_required(request.messages, request.tools)
+            tools = with_mentioned_required(request.messages, tools)
+        if self.constrain_values:
+            from ooo_agent.decoding.conventions import with_value_conventions
+
+            tools = with_value_conventions(request.messages, tools)
+        return tools
 
     def _constraint(self, tools: Sequence[Mapping[str, Any]]) -> CallConstraint | None:
         """This request's call constraint (None when off or nothing to constrain)."""

@@ -89,15 +89,24 @@ class WaveRunner(Protocol):
 
 
 def predict(
-    sidecar: WaveRunner, item: LabelledRequest, *, direct: DirectAnswer | None = None
+    sidecar: WaveRunner,
+    item: LabelledRequest,
+    *,
+    direct: DirectAnswer | None = None,
+    value_conventions: bool = False,
 ) -> SidecarPrediction:
-    """One wave (and the direct-call row, when ``direct`` is given) for ``item``'s request.
+    """One wave (and the direct-call row, when ``direct`` is given) for ``item``'s request;
+    ``value_conventions``: as beside a target that holds values to conventions
+    (``SidecarRequest.value_conventions``).
 
     A sidecar failure gives an empty prediction (every metric counts it wrong), not an error.
     """
     request = item.request
+    wave_request = SidecarRequest(
+        request.messages, request.tools, value_conventions=value_conventions
+    )
     try:
-        report = sidecar.run_wave_sync(SidecarRequest(request.messages, request.tools), HintBox())
+        report = sidecar.run_wave_sync(wave_request, HintBox())
         answer = None
         if direct is not None:
             options = getattr(sidecar, "options", None)
@@ -158,13 +167,15 @@ def evaluate_sidecar(
     labels: Sequence[LabelSet] = ("target", "gold"),
     direct: DirectAnswer | None = None,
     on_prediction: Callable[[int, SidecarPrediction], None] | None = None,
+    value_conventions: bool = False,
 ) -> SidecarEvalReport:
-    """Run a wave per request that has a label in ``labels``; score it against each set."""
+    """Run a wave per request that has a label in ``labels``; score it against each set
+    (``value_conventions``: :func:`predict`)."""
     sets = label_sets(items, labels)
     wanted = [i for i in items if any(i.request.id in calls for calls in sets.values())]
     report = SidecarEvalReport()
     for number, item in enumerate(wanted, 1):
-        prediction = predict(sidecar, item, direct=direct)
+        prediction = predict(sidecar, item, direct=direct, value_conventions=value_conventions)
         report.predictions.append(prediction)
         if on_prediction is not None:
             on_prediction(number, prediction)
@@ -271,6 +282,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             default="auto",
             help=f"on: {effect}; auto (default): the preset's own setting, else off",
         )
+    parser.add_argument(
+        "--value-conventions",
+        action="store_true",
+        help="run each wave as beside a target decoding with constrain_values (labels from "
+        "eval_target --constrain-values): a typed-values sidecar holds its argument rows to the "
+        "same conventions (SidecarRequest.value_conventions)",
+    )
     parser.add_argument("--cache-dir", default=None, help="ooo-agent cache root")
     parser.add_argument(
         "--exclude-trained",
@@ -319,7 +337,14 @@ def run_from_args(args: argparse.Namespace) -> int:
         if args.no_direct
         else hf_direct_answer(sidecar, max_new_tokens=args.direct_max_new_tokens)
     )
-    report = evaluate_sidecar(sidecar, items, labels=which, direct=direct, on_prediction=show)
+    report = evaluate_sidecar(
+        sidecar,
+        items,
+        labels=which,
+        direct=direct,
+        on_prediction=show,
+        value_conventions=args.value_conventions,
+    )
     report.config = {
         "sidecar": args.sidecar,
         "base": args.base if adapter is not None else None,
@@ -329,6 +354,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         "max_new_tokens": args.max_new_tokens,
         "direct_call": not args.no_direct,
         **wave_fields(args),
+        "value_conventions": args.value_conventions,
         "excluded_trained": excluded,
     }
     console.print(render_table(report))

@@ -367,6 +367,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "parameters the request names count as required (HFTarget(constrain_mentioned=True))",
     )
     parser.add_argument(
+        "--constrain-values",
+        action="store_true",
+        help="with --engine vanilla/toolspec: as --constrain-arguments, and values follow the "
+        "conventions the tool and the request state: a rate stated in percent as a fraction, "
+        "a place asked for as 'City, State' so (HFTarget(constrain_values=True))",
+    )
+    parser.add_argument(
         "--labels-out",
         default=None,
         help="also write each request with the target's first valid call (JSONL), "
@@ -386,6 +393,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         or args.constrain_json
         or args.constrain_arguments
         or args.constrain_mentioned
+        or args.constrain_values
     )
     if constrained and args.engine == "generate":
         parser.error("--constrain-* need --engine vanilla or toolspec")
@@ -446,6 +454,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             constrain_json=args.constrain_json,
             constrain_arguments=args.constrain_arguments,
             constrain_mentioned=args.constrain_mentioned,
+            constrain_values=args.constrain_values,
         )
         generate = engine_generator(target, mode=args.engine, max_new_tokens=args.max_new_tokens)
     report = evaluate_items(items, generate, fmt, on_item=show)
@@ -468,6 +477,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "constrain_json": args.constrain_json,
         "constrain_arguments": args.constrain_arguments,
         "constrain_mentioned": args.constrain_mentioned,
+        "constrain_values": args.constrain_values,
         "format": fmt.name,
         "command": " ".join(sys.argv),
     }

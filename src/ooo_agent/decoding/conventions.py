@@ -1,0 +1,154 @@
+"""Values written the way the tool and the request say: ``HFTarget(constrain_values=True)``.
+
+Three conventions a small target gets wrong although the call validates:
+
+- **a rate stated in percent is a fraction** (:mod:`ooo_agent.decoding.percentages`): "an
+  annual interest rate of 5%" is ``0.05`` for a ``rate`` described as "The annual interest
+  rate.";
+- **a place asked for as "City, State" is written so** (:func:`place_parameters`): a string
+  parameter whose description asks for the city *and* state (or country) — "The city and
+  state, e.g. New York, NY", "in the format of 'City, State'" — gets ``"New York, NY"``, not
+  ``"New York"``. Such a parameter is given the ``pattern`` ``,\\s*\\S`` (a comma and something
+  after it), which the call constraint holds it to (:class:`ooo_agent.formats._scan.StringPattern`):
+  the target cannot close the string before it has written the comma and what follows, and
+  still chooses both. On BFCL's live categories (where the rule was read from), 489 of the
+  507 answers to such a parameter hold a comma (the others: "Paris", "Delhi", "Cape Town"…);
+- **an amount is written whole** (:func:`truncated_amounts`): a request that writes
+  "$2,000,000" or "213 million" means ``2000000`` and ``213000000``; a small target copies the
+  digits before the first comma, the dot or the scale word (``2``, ``213``, ``8`` of "8.5
+  million"), or miscounts the zeros (``21300000``). The leading figure (and its whole part)
+  times any power of ten up to 10¹² other than the amount itself is ruled out of every number parameter (``not: {"enum": [213, 2130, …]}``), unless
+  the request also writes that number (on its own or as another amount). On BFCL's
+  categories, none of the 110 number arguments of requests that write such an amount takes a
+  number the rule rules out.
+
+:func:`with_value_conventions` applies both to a request's tools (copies, the tools given are
+not changed). No model call, nothing fitted to a data set; ``benchmarks/conventions.py``
+counts how often BFCL's answers keep each rule.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ooo_agent.decoding.percentages import with_fraction_rates
+from ooo_agent.formats._common import loose_function
+
+__all__ = ["PLACE_PATTERN", "place_parameters", "truncated_amounts", "with_value_conventions"]
+
+PLACE_PATTERN = r",\s*\S"
+"""What a "City, State" value must contain: a comma and something after it."""
+
+_PLACE = re.compile(
+    r"\bcity\s+and\s+(?:the\s+)?(?:state|country)\b"
+    r"|\bcity\s*,\s*(?:state|country)\b"
+    r"|\b(?:e\.g\.|eg\.|such as|like|example:?)\s*,?\s*['\"]?[A-Z][A-Za-z. ]+,\s*[A-Z]{2}\b",
+    re.IGNORECASE,
+)
+
+
+# "2,000,000" (not a bracketed list "[200,300,400]"), "213 million"
+_GROUPED = re.compile(r"(?<![\d.,\[])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\d,]*\d)(?!\])")
+_SCALE = {"thousand": 10**3, "million": 10**6, "billion": 10**9}
+_SCALED = re.compile(r"(?<![\d.,])(\d+(?:\.\d+)?)\s*(thousand|million|billion)\b", re.IGNORECASE)
+_ALONE = re.compile(
+    r"(?<![\d.,])\d+(?:\.\d+)?(?![\d,]*\d|\.\d)(?!\s*(?:thousand|million|billion)\b)",
+    re.IGNORECASE,
+)
+_POWERS = 13
+"""Multiples of a leading figure ruled out: times 10⁰ … 10¹²."""
+
+
+def _number(value: float) -> float | int:
+    value = round(value, 6)
+    return int(value) if value.is_integer() else value
+
+
+def truncated_amounts(messages: Sequence[Mapping[str, Any]]) -> list[float | int]:
+    """The numbers an amount the user's messages write whole may not be mistaken for (module
+    docstring): per amount written with thousands separators or a scale word, its leading
+    figure (and its whole part: ``8`` of "8.5 million") times 10⁰ … 10¹², less the amount
+    itself and every number the messages write."""
+    from ooo_agent.sidecar.relevance import user_text
+
+    text = user_text(messages)
+    amounts: list[tuple[float, float]] = []  # (leading figure, amount)
+    for written in _GROUPED.findall(text):
+        amounts.append((float(written.split(",")[0]), float(written.replace(",", ""))))
+    for figure, scale in _SCALED.findall(text):
+        amounts.append((float(figure), float(figure) * _SCALE[scale.lower()]))
+    written_numbers = {float(m) for m in _ALONE.findall(text)} | {a for _, a in amounts}
+    leads = [lead for figure, _ in amounts for lead in dict.fromkeys((figure, float(int(figure))))]
+    ruled_out = (_number(lead * 10**k) for lead in leads for k in range(_POWERS))
+    return list(dict.fromkeys(v for v in ruled_out if v not in written_numbers))
+
+
+def _is_place(schema: Any) -> bool:
+    if not isinstance(schema, Mapping) or schema.get("type") != "string":
+        return False
+    if any(key in schema for key in ("enum", "const", "pattern", "format")):
+        return False
+    description = schema.get("description")
+    return isinstance(description, str) and _PLACE.search(description) is not None
+
+
+def place_parameters(tools: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, ...]]:
+    """Per tool name, its string parameters whose description asks for "City, State" (module
+    docstring); tools with none are left out."""
+    found: dict[str, tuple[str, ...]] = {}
+    for tool in tools:
+        function = loose_function(tool)
+        parameters = function.get("parameters")
+        properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
+        if not isinstance(properties, Mapping):
+            continue
+        places = tuple(str(k) for k, schema in properties.items() if _is_place(schema))
+        if places:
+            found[str(function.get("name", ""))] = places
+    return found
+
+
+def _is_free_number(schema: Any) -> bool:
+    if not isinstance(schema, Mapping) or schema.get("type") not in ("number", "integer"):
+        return False
+    return not any(key in schema for key in ("enum", "const", "not"))
+
+
+def with_value_conventions(
+    messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """``tools`` with rates held to the request's percentages as fractions, "City, State"
+    parameters to their pattern and number parameters to whole amounts (module docstring;
+    copies: a tool none of them touches is passed as it is)."""
+    tools = with_fraction_rates(messages, tools)
+    places = place_parameters(tools)
+    leads = truncated_amounts(messages)
+    out: list[Mapping[str, Any]] = []
+    for tool in tools:
+        function = loose_function(tool)
+        properties = (function.get("parameters") or {}).get("properties")
+        amounts = (
+            [k for k, s in properties.items() if _is_free_number(s)]
+            if leads and isinstance(properties, Mapping)
+            else []
+        )
+        keys = places.get(str(function.get("name", "")))
+        if not keys and not amounts:
+            out.append(tool)
+            continue
+        changed = copy.deepcopy(dict(tool))
+        properties = loose_function(changed)["parameters"]["properties"]
+        for key in keys or ():
+            properties[key] = {**properties[key], "pattern": PLACE_PATTERN}
+        for key in amounts:
+            schema = properties[key]
+            ruled_out = list(leads)
+            if schema.get("type") == "integer":
+                ruled_out = [v for v in ruled_out if isinstance(v, int)]
+            if ruled_out:
+                properties[key] = {**schema, "not": {"enum": ruled_out}}
+        out.append(changed)
+    return out

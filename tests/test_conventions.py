@@ -1,0 +1,170 @@
+"""Values written the way the tool and the request say (``HFTarget(constrain_values=True)``)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from ooo_agent.decoding.conventions import (
+    PLACE_PATTERN,
+    place_parameters,
+    truncated_amounts,
+    with_value_conventions,
+)
+
+
+def _tool(properties: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": "find_concert",
+            "parameters": {"type": "object", "properties": properties, "required": ["city"]},
+        },
+    }
+
+
+CONCERT = _tool(
+    {
+        "city": {"type": "string", "description": "The city and state, e.g. Chicago, IL."},
+        "genre": {"type": "string", "description": "Music genre, e.g. Rock."},
+        "rate": {"type": "number", "description": "The booking fee rate."},
+    }
+)
+
+
+@pytest.mark.parametrize(
+    ("description", "is_place"),
+    [
+        ("The city and state, e.g. New York, NY", True),
+        ("The city and the country of the museum.", True),
+        ("Where, in the format of 'City, State', such as 'San Francisco, CA'.", True),
+        ("The location, e.g. Berkeley, CA", True),
+        ("The city name.", False),
+        ("The city where the exhibition is held.", False),
+        ("A state code, e.g. NY", False),
+    ],
+)
+def test_which_parameters_ask_for_city_and_state(description: str, is_place: bool) -> None:
+    tool = _tool({"city": {"type": "string", "description": description}})
+    assert place_parameters([tool]) == ({"find_concert": ("city",)} if is_place else {})
+
+
+def test_a_place_parameter_must_be_a_string_without_a_rule_of_its_own() -> None:
+    described = "The city and state, e.g. Chicago, IL."
+    for schema in (
+        {"type": "array", "description": described},
+        {"type": "string", "description": described, "enum": ["Chicago, IL"]},
+        {"type": "string", "description": described, "pattern": "^[A-Z]"},
+    ):
+        assert place_parameters([_tool({"city": schema})]) == {}
+
+
+def test_with_value_conventions_applies_both_rules_to_copies() -> None:
+    before = copy.deepcopy(CONCERT)
+    (changed,) = with_value_conventions(
+        [{"role": "user", "content": "Rock in Chicago at a 2% fee"}], [CONCERT]
+    )
+    properties = changed["function"]["parameters"]["properties"]
+    assert properties["city"]["pattern"] == PLACE_PATTERN
+    assert "pattern" not in properties["genre"]
+    assert properties["rate"]["enum"] == [0.02]
+    assert before == CONCERT  # the caller's tools are not changed
+    # no percentage: the rate is left alone, the place still held
+    (plain,) = with_value_conventions([{"role": "user", "content": "Rock in Chicago"}], [CONCERT])
+    assert "enum" not in plain["function"]["parameters"]["properties"]["rate"]
+    assert plain["function"]["parameters"]["properties"]["city"]["pattern"] == PLACE_PATTERN
+    other = {"name": "ping"}
+    assert with_value_conventions([], [other])[0] is other
+
+
+def test_the_constraint_keeps_a_place_open_until_it_has_its_state() -> None:
+    from ooo_agent.formats import HermesFormat
+
+    fmt = HermesFormat()
+    held = fmt.skeleton(with_value_conventions([], [CONCERT]))
+    start = '<tool_call>\n{"name": "find_concert", "arguments": {"city": "Chicago'
+    assert fmt.skeleton([CONCERT]).conforms(start + '"}') is not False
+    assert held.conforms(start + '"}') is False
+    assert held.conforms(start + ",") is not False
+    assert held.conforms(start + ', "}') is False  # something after the comma
+    assert held.conforms(start + ', IL"}') is not False
+
+
+def _said(text: str) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": text}]
+
+
+def test_truncated_amounts_are_the_figures_an_amount_may_not_be_mistaken_for() -> None:
+    ruled_out = truncated_amounts(_said("Net income $2,000,000 and dividends of $200,000"))
+    assert ruled_out[:5] == [2, 20, 200, 2000, 20000]  # the leading figure times 10^k …
+    assert 2000000 not in ruled_out and 200000 not in ruled_out  # … less the amounts written
+    assert 20000000 in ruled_out  # a zero too many
+    scaled = truncated_amounts(_said("213 million people on 8.5 million km2"))
+    assert {213, 21300000, 8.5, 85, 8} <= set(scaled)  # "8" of 8.5: its whole part
+    assert 213000000 not in scaled and 8500000 not in scaled
+    # a number the request also writes on its own stays allowed; a bracketed list is no amount
+    assert 2 not in truncated_amounts(_said("$2,000 over 2 years"))
+    assert truncated_amounts(_said("cash flows [200,300,400,500] and 1,2,3")) == []
+    assert truncated_amounts(_said("three thousand and 12 apples")) == []
+
+
+def test_number_parameters_may_not_take_a_truncated_amount() -> None:
+    from ooo_agent.formats import HermesFormat
+
+    tool = _tool(
+        {
+            "city": {"type": "string"},
+            "population": {"type": "integer", "description": "How many people."},
+            "area": {"type": "number"},
+            "year": {"type": "integer", "enum": [2020, 2021]},  # an enum of its own: kept
+        }
+    )
+    (changed,) = with_value_conventions(_said("Density of 213 million on 8.5 million km2"), [tool])
+    properties = changed["function"]["parameters"]["properties"]
+    assert 213 in properties["population"]["not"]["enum"]
+    assert 8.5 not in properties["population"]["not"]["enum"]  # an integer is never 8.5
+    assert 8.5 in properties["area"]["not"]["enum"]
+    assert "not" not in properties["year"] and "not" not in properties["city"]
+    skeleton = HermesFormat().skeleton([changed])
+    start = '<tool_call>\n{"name": "find_concert", "arguments": {"city": "x", "population": '
+    assert skeleton.conforms(start + "213") is not False  # may still grow
+    assert skeleton.conforms(start + "213}") is False
+    assert skeleton.conforms(start + "21300000}") is False
+    assert skeleton.conforms(start + "213000000}") is not False
+
+
+@pytest.mark.slow
+def test_the_embedded_target_writes_city_and_state_in_every_mode(
+    embedded: tuple[object, object],
+) -> None:
+    from ooo_agent.formats import HermesFormat
+    from ooo_agent.sidecar.base import HintBox
+    from ooo_agent.targets.base import TargetRequest
+    from ooo_agent.targets.hf import HFTarget
+
+    model, tokenizer = embedded
+    fmt = HermesFormat()
+    described = "The city where you are looking for a concert. In the format City, State."
+    tool = _tool({"city": {"type": "string", "description": described}})
+    messages = [{"role": "user", "content": "Find a rock concert in Chicago for less than $100."}]
+
+    def run(target: HFTarget, mode: str, box: HintBox | None = None) -> tuple[list[int], Any]:
+        request = TargetRequest(messages, [tool], mode=mode, max_new_tokens=64, hint_box=box)  # type: ignore[arg-type]
+        out = target.generate_sync(request)
+        return out.token_ids, [(c.name, c.arguments) for c in fmt.parse(out.text).calls]
+
+    schema_only = HFTarget(model, tokenizer, fmt, constrain_names=True, constrain_arguments=True)
+    _, before = run(schema_only, "vanilla")
+    assert before == [("find_concert", {"city": "Chicago"})], f"the premise ({before})"
+    held = HFTarget(model, tokenizer, fmt, constrain_names=True, constrain_values=True)
+    (vanilla_ids, vanilla), (toolspec_ids, _) = run(held, "vanilla"), run(held, "toolspec")
+    assert toolspec_ids == vanilla_ids  # lossless against constrained greedy
+    assert vanilla == [("find_concert", {"city": "Chicago, IL"})]
+    for city in ("Chicago, IL", "Chicago"):
+        box = HintBox()
+        box.set_function("find_concert")
+        box.set_slot("city", city)
+        box.finish()
+        assert run(held, "ooo", box)[0] == vanilla_ids, city
