@@ -65,7 +65,10 @@ def test_each_rule_counts_the_answers_that_keep_it_and_break_it(script: ModuleTy
         ("rates", False),
     ]
     # no percentage, no amount, a left-out city: nothing to count
-    assert script.check(_item("Put 300 at 0.05", {"amount": [300], "rate": [0.05], "city": [""]})) == []
+    assert (
+        script.check(_item("Put 300 at 0.05", {"amount": [300], "rate": [0.05], "city": [""]}))
+        == []
+    )
 
 
 def test_tally_and_the_command_line(

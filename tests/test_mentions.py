@@ -218,3 +218,31 @@ def test_quotes_pair_up_and_apostrophes_start_none() -> None:
 
     described = {"description": "The user's unit ('km' or 'miles'), \"metric\" by default."}
     assert options(described) == ["km", "miles", "metric"]
+
+
+@pytest.mark.parametrize(
+    ("key", "schema", "text", "named"),
+    [
+        # a unit word alone names no unit parameter (the model then writes it wrong)
+        ("unit", {"type": "string", "description": "Default is 'cm'."}, "radius of 4 inches", False),
+        # a quantity in the unit the description gives
+        ("max_distance", {"type": "integer", "description": "Distance (in miles)."}, "within 10 miles", True),
+        ("prep_time", {"type": "integer", "description": "Time (in minutes)."}, "under 30 minutes", True),
+        ("max_distance", {"type": "integer", "description": "Distance (in miles)."}, "many miles away", False),
+        ("max_distance", {"type": "string", "description": "Distance (in miles)."}, "10 miles", False),
+        # the whole unit: "40 m/s" is no value in m/s^2
+        ("acceleration", {"type": "number", "description": "Acceleration in m/s^2."}, "at 40 m/s", False),
+        ("acceleration", {"type": "number", "description": "Acceleration in m/s^2."}, "at 3 m/s^2", True),
+        # a year for a year parameter
+        ("year", {"type": "integer", "description": "Default is 2001."}, "turtles in 2020", True),
+        ("year", {"type": "integer"}, "Turtles in the river in 2020.", True),  # a sentence's end
+        ("year", {"type": "integer"}, "turtles at 2020.5 m", False),
+        ("year", {"type": "integer"}, "5000 turtles", False),
+        ("year", {"type": "integer"}, "a 2020% rise", False),
+    ],
+)
+def test_an_optional_parameter_named_by_its_value(
+    key: str, schema: dict[str, Any], text: str, named: bool
+) -> None:
+    tool = {"name": "f", "parameters": {"type": "object", "properties": {key: schema}}}
+    assert mentioned_parameters(_user(text), [tool]) == ({"f": (key,)} if named else {})

@@ -151,7 +151,11 @@ def test_the_embedded_target_writes_the_rate_as_a_fraction_in_every_mode(
 
     def run(target: HFTarget, mode: str, box: HintBox | None = None) -> tuple[list[int], Any]:
         request = TargetRequest(
-            messages, [FUTURE_VALUE], mode=mode, max_new_tokens=64, hint_box=box  # type: ignore[arg-type]
+            messages,
+            [FUTURE_VALUE],
+            mode=mode,
+            max_new_tokens=64,
+            hint_box=box,  # type: ignore[arg-type]
         )
         out = target.generate_sync(request)
         return out.token_ids, [(c.name, c.arguments) for c in fmt.parse(out.text).calls]
@@ -170,7 +174,11 @@ def test_the_embedded_target_writes_the_rate_as_a_fraction_in_every_mode(
     for rate in (0.05, 5):
         box = HintBox()
         box.set_function("future_value")
-        for key, value in {"present_value": 5000, "annual_interest_rate": rate, "years": 10}.items():
+        for key, value in {
+            "present_value": 5000,
+            "annual_interest_rate": rate,
+            "years": 10,
+        }.items():
             box.set_slot(key, value)
         box.finish()
         assert run(held, "ooo", box)[0] == vanilla_ids, rate

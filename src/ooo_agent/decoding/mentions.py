@@ -9,7 +9,12 @@ messages name: a word of the parameter's name among the request's words (as
 ``camelCase`` split, short words, stopwords and plural / ``-ing`` / ``-ed`` endings dropped), or
 one of its options written as a word of the request — the options being its ``enum``, its
 array items' ``enum``, and the values its description quotes (``'Celsius' or 'Fahrenheit'``) or
-lists as examples (``e.g. vegan, gluten-free``; after "e.g.", "such as" or "like").
+lists as examples (``e.g. vegan, gluten-free``; after "e.g.", "such as" or "like") — or its
+value without its name: a number in the unit a number parameter's description gives ("within
+10 miles" for one described "(in miles)"; the whole unit: "40 m/s" is no value "in m/s^2"), a
+year for a parameter named *year* ("in 2020"). A unit word alone does not name a parameter
+called *unit* ("4 inches"): the model then writes `inch`, `m³` for `kg/m³`, `imperial` for a
+BMI's `metric` (docs/benchmarks.md §2.0zz).
 :func:`with_mentioned_required` returns the tools with those parameters added to ``required``:
 what ``HFTarget(constrain_mentioned=True)`` hands its call constraint, so the target cannot
 close such a call before writing them (it still chooses their values; docs/benchmarks.md).
@@ -61,6 +66,38 @@ def _names_option(option: Any, text: str) -> bool:
     return re.search(r"(?<!\w)" + re.escape(option.lower()) + r"(?!\w)", text) is not None
 
 
+# fmt: off
+_UNITS = frozenset(
+    {
+        "mm", "cm", "m", "km", "meter", "meters", "metre", "metres", "kilometer", "kilometers",
+        "kilometre", "kilometres", "inch", "inches", "ft", "foot", "feet", "yard", "yards", "mile",
+        "miles", "mg", "g", "gram", "grams", "kg", "kilogram", "kilograms", "lb", "lbs", "pound",
+        "pounds", "oz", "ounce", "ounces", "ml", "liter", "liters", "litre", "litres", "gallon",
+        "gallons", "cup", "cups", "second", "seconds", "minute", "minutes", "hour", "hours", "day",
+        "days", "week", "weeks", "month", "months", "km/h", "kph", "mph", "m/s", "m/s^2",
+    }
+)
+# fmt: on
+"""Units of measure a number parameter's description may give its value in."""
+_DESCRIBED_UNIT = re.compile(r"\bin ([a-z]+(?:/[a-z0-9^]+)?)(?![\w/^])")
+_YEAR = re.compile(r"(?<![\w.,-])(?:1[5-9]|20)\d\d(?![\w,-]|\.\d|\s*(?:%|percent))")
+
+
+def _named_by_value(key: str, schema: Any, text: str) -> bool:
+    """Whether the request gives this optional parameter a value without naming it: a number
+    in the unit a number parameter's description gives ("within 10 miles" for a distance
+    described "(in miles)"), or a year for a parameter named *year* ("in 2020")."""
+    if not isinstance(schema, Mapping):
+        return False
+    description = schema.get("description")
+    if schema.get("type") in ("integer", "number") and isinstance(description, str):
+        for unit in _DESCRIBED_UNIT.findall(description.lower()):
+            written = r"\d\s*" + re.escape(unit) + r"(?![\w/^])"
+            if unit in _UNITS and re.search(written, text):
+                return True
+    return "year" in relevance_terms(key) and _YEAR.search(text) is not None
+
+
 def mentioned_parameters(
     messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
 ) -> dict[str, tuple[str, ...]]:
@@ -84,8 +121,10 @@ def mentioned_parameters(
         for key, schema in properties.items():
             if key in required_set:
                 continue
-            if relevance_terms(str(key)) & words or any(
-                _names_option(option, lowered) for option in options(schema)
+            if (
+                relevance_terms(str(key)) & words
+                or any(_names_option(option, lowered) for option in options(schema))
+                or _named_by_value(str(key), schema, lowered)
             ):
                 named.append(str(key))
         if named:
