@@ -29,13 +29,12 @@ counts how often BFCL's answers keep each rule.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ooo_agent.decoding._parameters import parameters_matching, rewrite_parameters
 from ooo_agent.decoding.percentages import with_fraction_rates
-from ooo_agent.formats._common import loose_function
 
 __all__ = ["PLACE_PATTERN", "place_parameters", "truncated_amounts", "with_value_conventions"]
 
@@ -98,17 +97,7 @@ def _is_place(schema: Any) -> bool:
 def place_parameters(tools: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, ...]]:
     """Per tool name, its string parameters whose description asks for "City, State" (module
     docstring); tools with none are left out."""
-    found: dict[str, tuple[str, ...]] = {}
-    for tool in tools:
-        function = loose_function(tool)
-        parameters = function.get("parameters")
-        properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
-        if not isinstance(properties, Mapping):
-            continue
-        places = tuple(str(k) for k, schema in properties.items() if _is_place(schema))
-        if places:
-            found[str(function.get("name", ""))] = places
-    return found
+    return parameters_matching(tools, lambda _, schema: _is_place(schema))
 
 
 def _is_free_number(schema: Any) -> bool:
@@ -124,31 +113,20 @@ def with_value_conventions(
     parameters to their pattern and number parameters to whole amounts (module docstring;
     copies: a tool none of them touches is passed as it is)."""
     tools = with_fraction_rates(messages, tools)
-    places = place_parameters(tools)
+    tools = rewrite_parameters(
+        tools, place_parameters(tools), lambda schema: {**schema, "pattern": PLACE_PATTERN}
+    )
     leads = truncated_amounts(messages)
-    out: list[Mapping[str, Any]] = []
-    for tool in tools:
-        function = loose_function(tool)
-        properties = (function.get("parameters") or {}).get("properties")
-        amounts = (
-            [k for k, s in properties.items() if _is_free_number(s)]
-            if leads and isinstance(properties, Mapping)
-            else []
-        )
-        keys = places.get(str(function.get("name", "")))
-        if not keys and not amounts:
-            out.append(tool)
-            continue
-        changed = copy.deepcopy(dict(tool))
-        properties = loose_function(changed)["parameters"]["properties"]
-        for key in keys or ():
-            properties[key] = {**properties[key], "pattern": PLACE_PATTERN}
-        for key in amounts:
-            schema = properties[key]
-            ruled_out = list(leads)
-            if schema.get("type") == "integer":
-                ruled_out = [v for v in ruled_out if isinstance(v, int)]
-            if ruled_out:
-                properties[key] = {**schema, "not": {"enum": ruled_out}}
-        out.append(changed)
-    return out
+    if not leads:
+        return tools
+    whole: list[float | int] = [v for v in leads if isinstance(v, int)]
+
+    def ruled_out(schema: Mapping[str, Any]) -> list[float | int]:
+        return whole if schema.get("type") == "integer" else leads
+
+    amounts = parameters_matching(
+        tools, lambda _, schema: _is_free_number(schema) and bool(ruled_out(schema))
+    )
+    return rewrite_parameters(
+        tools, amounts, lambda schema: {**schema, "not": {"enum": ruled_out(schema)}}
+    )

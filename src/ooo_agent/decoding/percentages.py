@@ -21,12 +21,11 @@ parameter asks for a percentage).
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ooo_agent.formats._common import loose_function
+from ooo_agent.decoding._parameters import parameters_matching, rewrite_parameters
 from ooo_agent.sidecar.relevance import user_text
 
 __all__ = ["fraction_rates", "stated_percentages", "with_fraction_rates"]
@@ -69,17 +68,7 @@ def _is_fraction_rate(key: str, schema: Any) -> bool:
 def fraction_rates(tools: Sequence[Mapping[str, Any]]) -> dict[str, tuple[str, ...]]:
     """Per tool name, its rate parameters that take a fraction (module docstring); tools with
     none are left out."""
-    found: dict[str, tuple[str, ...]] = {}
-    for tool in tools:
-        function = loose_function(tool)
-        parameters = function.get("parameters")
-        properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
-        if not isinstance(properties, Mapping):
-            continue
-        rates = tuple(str(k) for k, schema in properties.items() if _is_fraction_rate(k, schema))
-        if rates:
-            found[str(function.get("name", ""))] = rates
-    return found
+    return parameters_matching(tools, _is_fraction_rate)
 
 
 def with_fraction_rates(
@@ -92,16 +81,6 @@ def with_fraction_rates(
     if not stated_percentages(messages):
         return list(tools)
     values = _fractions(messages)
-    rates = fraction_rates(tools)
-    out: list[Mapping[str, Any]] = []
-    for tool in tools:
-        keys = rates.get(str(loose_function(tool).get("name", "")))
-        if not keys:
-            out.append(tool)
-            continue
-        changed = copy.deepcopy(dict(tool))
-        properties = loose_function(changed)["parameters"]["properties"]
-        for key in keys:
-            properties[key] = {**properties[key], "enum": values}
-        out.append(changed)
-    return out
+    return rewrite_parameters(
+        tools, fraction_rates(tools), lambda schema: {**schema, "enum": values}
+    )

@@ -1,0 +1,51 @@
+"""Finding and rewriting tool parameters for a request's decoding (the readers of
+:mod:`ooo_agent.decoding.percentages` and :mod:`ooo_agent.decoding.conventions`)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ooo_agent.formats._common import loose_function
+
+__all__ = ["parameters_matching", "rewrite_parameters"]
+
+
+def parameters_matching(
+    tools: Sequence[Mapping[str, Any]], keep: Callable[[str, Any], bool]
+) -> dict[str, tuple[str, ...]]:
+    """Per tool name, its parameters (schema order) whose ``(name, schema)`` ``keep`` accepts;
+    tools with none, or without properties, are left out."""
+    found: dict[str, tuple[str, ...]] = {}
+    for tool in tools:
+        function = loose_function(tool)
+        parameters = function.get("parameters")
+        properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
+        if not isinstance(properties, Mapping):
+            continue
+        kept = tuple(str(k) for k, schema in properties.items() if keep(str(k), schema))
+        if kept:
+            found[str(function.get("name", ""))] = kept
+    return found
+
+
+def rewrite_parameters(
+    tools: Sequence[Mapping[str, Any]],
+    keys: Mapping[str, Sequence[str]],
+    rewrite: Callable[[Mapping[str, Any]], Mapping[str, Any]],
+) -> list[Mapping[str, Any]]:
+    """``tools`` with the schema of each parameter ``keys`` names (per tool name) replaced by
+    ``rewrite(schema)``: copies of the tools it touches; the others are passed as they are."""
+    out: list[Mapping[str, Any]] = []
+    for tool in tools:
+        names = keys.get(str(loose_function(tool).get("name", "")))
+        if not names:
+            out.append(tool)
+            continue
+        changed = copy.deepcopy(dict(tool))
+        properties = loose_function(changed)["parameters"]["properties"]
+        for key in names:
+            properties[key] = rewrite(properties[key])
+        out.append(changed)
+    return out
