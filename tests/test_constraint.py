@@ -753,7 +753,7 @@ BOUNDED = {
         ('{"share": -2', False),
         ('{"share": 5e', False),  # plain decimal notation while a bounded number is written
         ('{"count": 0}', False),  # exclusive
-        ('{"count": 0', True),  # may still become 0.…: the kind check refuses the dot
+        ('{"count": 0', False),  # an integer's 0 is zero: no digit, no dot may follow
         ('{"count": 10}', True),
         ('{"count": 11', False),
         ('{"count": -', False),

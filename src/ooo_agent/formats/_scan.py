@@ -158,10 +158,11 @@ class NumberBounds:
             return None
         return cls(low, high, low_open, high_open)
 
-    def admits(self, text: str, complete: bool) -> bool:
+    def admits(self, text: str, complete: bool, *, integer: bool = False) -> bool:
         """Whether the number written so far (``text``; the whole number when ``complete``)
-        is, or can still become, one within the bounds. Text that is not a number is left to
-        the kind check."""
+        is, or can still become, one within the bounds (an ``integer`` one: ``0`` is then
+        zero, not the start of ``0.5``). Text that is not a number is left to the kind
+        check."""
         if not text or (text[0] != "-" and not text[0].isdigit()):
             return True
         if complete:
@@ -180,6 +181,8 @@ class NumberBounds:
         if dot:
             low = float(f"{whole}.{fraction}" if fraction else whole)
             high = low + 10.0 ** -len(fraction)
+        elif whole == "0" and integer:
+            return self._fits(0.0, 0.0, True, True)  # no digit may follow a leading zero
         elif whole == "0":
             low, high = 0.0, 1.0  # 0 itself or 0.…
         else:
@@ -581,7 +584,8 @@ def _value_fits(
         return False
     if items and text[0] == "[" and not _items_fit(text, items):
         return False
-    if bounds is not None and not bounds.admits(text, complete):
+    integer = "integer" in kinds and "number" not in kinds
+    if bounds is not None and not bounds.admits(text, complete, integer=integer):
         return False
     if pattern is not None and not pattern.admits(text, complete):
         return False
