@@ -5,7 +5,9 @@ Replays the outputs of an evaluation report (``python -m ooo_agent.train.eval_ta
 with the embedded target's tokenizer, the output's own token standing as the argmax at every
 position (the common case: allowed, one decode and one scan), for each kind of constraint
 (``names+mentioned``: the arguments constraint with the optional parameters the request names
-counted as required, :mod:`ooo_agent.decoding.mentions`; finding them is timed too):
+counted as required, :mod:`ooo_agent.decoding.mentions`; ``names+mentioned+values``: and the
+values held to the tool's and the request's conventions, :mod:`ooo_agent.decoding.conventions`;
+finding them is timed too):
 
     python benchmarks/constraint_cost.py --report simple-args.json --category simple_python
 
@@ -26,6 +28,7 @@ import torch
 from ooo_agent.bench.datasets import load_bfcl
 from ooo_agent.decoding.codec import TokenizerCodec
 from ooo_agent.decoding.constraint import CallConstraint
+from ooo_agent.decoding.conventions import with_value_conventions
 from ooo_agent.decoding.mentions import with_mentioned_required
 from ooo_agent.formats import HermesFormat
 
@@ -34,6 +37,7 @@ KINDS: dict[str, dict[str, bool]] = {
     "names+json": {"names": True, "well_formed": True},
     "names+arguments": {"names": True, "arguments": True},
     "names+mentioned": {"names": True, "arguments": True},
+    "names+mentioned+values": {"names": True, "arguments": True},
 }
 
 Output = tuple[list[dict[str, Any]], str, list[dict[str, Any]]]
@@ -57,8 +61,10 @@ def measure(
         started = time.perf_counter()
         for _ in range(repeats):
             for tools, ids, messages in encoded:
-                if kind == "names+mentioned":
+                if kind.startswith("names+mentioned"):
                     tools = with_mentioned_required(messages, tools)
+                if kind == "names+mentioned+values":
+                    tools = with_value_conventions(messages, tools)
                 constraint = CallConstraint(
                     HermesFormat().skeleton(tools), codec.decode, **options
                 )
@@ -102,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(outputs)} outputs of {args.category}")
     for kind, row in results.items():
         print(
-            f"{kind:16} {row['us_per_token']:8.0f} us per token  "
+            f"{kind:23} {row['us_per_token']:8.0f} us per token  "
             f"({int(row['tokens'])} tokens, {int(row['overrides'])} overrides)"
         )
     return 0
