@@ -70,7 +70,7 @@ def running_server(api_key: str) -> Iterator[str]:
         port = free_port()
         source = "--replay" if replay_forced() else "--fallback-replay"
         command = [sys.executable, "-m", "ooo_agent.cli", "serve", source, str(recorded),
-                   "--port", str(port), "--api-key", api_key, "--log-level", "error"]  # fmt: skip
+                   "--port", str(port), f"--api-key={api_key}", "--log-level", "error"]  # fmt: skip
         server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
         try:
             assert server.stdout is not None
