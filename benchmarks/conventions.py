@@ -14,7 +14,10 @@ rule?
 - **amounts**: a number argument of a request that writes an amount whole ("$2,000,000", "213
   million"): ``kept`` when no acceptable value is among the numbers the rule rules out
   (:func:`~ooo_agent.decoding.conventions.truncated_amounts`), ``whole`` counting the answers
-  that carry such an amount.
+  that carry such an amount;
+- **options**: a parameter whose ``enum`` (or array items' ``enum``) holds options the request
+  names (:func:`~ooo_agent.decoding.conventions.named_options`): ``kept`` when an acceptable
+  value is one of the named options (an array: holds only named options).
 
 An argument whose every acceptable value is ``""`` (left out) is not counted. No model runs:
 
@@ -35,17 +38,24 @@ from typing import Any
 from ooo_agent.bench.datasets import BenchItem, DatasetError, load_bfcl
 from ooo_agent.decoding.conventions import (
     PLACE_PATTERN,
+    named_options,
     place_parameters,
     truncated_amounts,
     with_value_conventions,
 )
 from ooo_agent.decoding.percentages import fraction_rates, stated_percentages
 
-RULES = ("rates", "places", "amounts")
+RULES = ("rates", "options", "places", "amounts")
 
 
 def _numbers(values: list[Any]) -> list[float]:
     return [v for v in values if isinstance(v, int | float) and not isinstance(v, bool)]
+
+
+def _among(value: Any, named: list[str]) -> bool:
+    if isinstance(value, list):
+        return all(v in named for v in value)
+    return value in named
 
 
 def check(item: BenchItem) -> list[tuple[str, bool]]:
@@ -54,6 +64,11 @@ def check(item: BenchItem) -> list[tuple[str, bool]]:
     rates = fraction_rates(item.tools) if stated else {}
     places = place_parameters(item.tools)
     ruled_out = set(truncated_amounts(item.messages))
+    schemas = {
+        tool["function"]["name"]: tool["function"]["parameters"].get("properties", {})
+        for tool in item.tools
+        if isinstance(tool.get("function"), dict) and "parameters" in tool["function"]
+    }
     held = {
         tool["function"]["name"]: tool["function"]["parameters"]["properties"]
         for tool in with_value_conventions(item.messages, item.tools)
@@ -69,6 +84,9 @@ def check(item: BenchItem) -> list[tuple[str, bool]]:
                 if key in rates.get(name, ()):
                     offered = held[name][key].get("enum", [])
                     rows.append(("rates", any(v in offered for v in _numbers(given))))
+                named = named_options(item.messages, schemas.get(name, {}).get(key))
+                if named:
+                    rows.append(("options", any(_among(v, named) for v in given)))
                 if key in places.get(name, ()):
                     rows.append(
                         (

@@ -9,6 +9,7 @@ import pytest
 
 from ooo_agent.decoding.conventions import (
     PLACE_PATTERN,
+    named_options,
     place_parameters,
     truncated_amounts,
     with_value_conventions,
@@ -135,6 +136,64 @@ def test_number_parameters_may_not_take_a_truncated_amount() -> None:
     assert skeleton.conforms(start + "213000000}") is not False
 
 
+ORDER = {"type": "string", "enum": ["descending", "ascending"], "description": "Sort order."}
+NURSERY = {"type": "array", "items": {"type": "string", "enum": ["Annual", "Perennial", "Tree"]}}
+
+
+@pytest.mark.parametrize(
+    ("schema", "text", "named"),
+    [
+        (ORDER, "Sort [3, 1, 2] in ascending order", ["ascending"]),
+        (ORDER, "Sort [3, 1, 2]", []),
+        (NURSERY, "Nurseries in Toronto that sell annual plants", ["Annual"]),
+        (NURSERY, "Trees and perennials, please", ["Perennial", "Tree"]),  # plurals name them
+        (
+            {
+                "type": "array",
+                "items": {"type": "string", "enum": ["high_low_temperature", "wind"]},
+            },
+            "the high and low temperatures",  # "temperatures" stems to "temperatur"
+            ["high_low_temperature"],
+        ),
+        (
+            {"type": "string", "enum": ["six_months", "year"]},
+            "rain over six months",
+            ["six_months"],
+        ),
+        ({"type": "string", "enum": ["Wi-Fi", "Cafe"]}, "a library with free Wi-Fi", ["Wi-Fi"]),
+        # a catch-all option never counts as named; options that are no strings are not read
+        ({"type": "string", "enum": ["all", "movies"]}, "all the news", []),
+        ({"type": "integer", "enum": [1, 2]}, "one or 2", []),
+        ({"type": "string", "description": "e.g. ascending"}, "ascending", []),  # no enum
+    ],
+)
+def test_named_options_are_the_enum_options_the_request_names(
+    schema: dict[str, Any], text: str, named: list[str]
+) -> None:
+    assert named_options(_said(text), schema) == named
+
+
+def test_an_enum_is_held_to_the_options_the_request_names() -> None:
+    from ooo_agent.formats import HermesFormat
+
+    tool = _tool({"city": {"type": "string"}, "order": ORDER, "plants": NURSERY})
+    said = _said("Annual plants in Toronto, listed in ascending order")
+    (changed,) = with_value_conventions(said, [tool])
+    properties = changed["function"]["parameters"]["properties"]
+    assert properties["order"]["enum"] == ["ascending"]
+    assert properties["order"]["description"] == "Sort order."
+    assert properties["plants"]["items"]["enum"] == ["Annual"]
+    assert tool["function"]["parameters"]["properties"]["order"] is ORDER  # not changed
+    (untouched,) = with_value_conventions(_said("Plants in Toronto"), [tool])
+    assert untouched is tool
+    skeleton = HermesFormat().skeleton([changed])
+    start = '<tool_call>\n{"name": "find_concert", "arguments": {"city": "Toronto", '
+    assert skeleton.conforms(start + '"order": "desc') is False
+    assert skeleton.conforms(start + '"order": "ascending"') is not False
+    assert skeleton.conforms(start + '"plants": ["Annual", "Tree') is False
+    assert skeleton.conforms(start + '"plants": ["Annual"]') is not False
+
+
 @pytest.mark.slow
 def test_the_embedded_target_writes_city_and_state_in_every_mode(
     embedded: tuple[object, object],
@@ -168,3 +227,60 @@ def test_the_embedded_target_writes_city_and_state_in_every_mode(
         box.set_slot("city", city)
         box.finish()
         assert run(held, "ooo", box)[0] == vanilla_ids, city
+
+
+@pytest.mark.slow
+def test_the_embedded_target_takes_the_option_the_request_names_in_every_mode(
+    embedded: tuple[object, object],
+) -> None:
+    from ooo_agent.formats import HermesFormat
+    from ooo_agent.sidecar.base import HintBox
+    from ooo_agent.targets.base import TargetRequest
+    from ooo_agent.targets.hf import HFTarget
+
+    model, tokenizer = embedded
+    fmt = HermesFormat()
+    amenities = ["Patio", "Wi-Fi", "Parking", "Live Music"]
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "find_restaurant",
+            "description": "Find a restaurant nearby.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string", "description": "The city."},
+                    "amenities": {
+                        "type": "array",
+                        "items": {"type": "string", "enum": amenities},
+                        "description": "Amenities the restaurant should have.",
+                    },
+                },
+                "required": ["city"],
+            },
+        },
+    }
+    messages = [{"role": "user", "content": "Find a restaurant with a patio in Boston."}]
+
+    def run(target: HFTarget, mode: str, box: HintBox | None = None) -> tuple[list[int], Any]:
+        request = TargetRequest(messages, [tool], mode=mode, max_new_tokens=64, hint_box=box)  # type: ignore[arg-type]
+        out = target.generate_sync(request)
+        return out.token_ids, [(c.name, c.arguments) for c in fmt.parse(out.text).calls]
+
+    schema_only = HFTarget(model, tokenizer, fmt, constrain_names=True, constrain_arguments=True)
+    _, before = run(schema_only, "vanilla")
+    # every option of the array, not the one asked for
+    assert before == [("find_restaurant", {"city": "Boston", "amenities": amenities})], before
+    held = HFTarget(
+        model, tokenizer, fmt, constrain_names=True, constrain_mentioned=True, constrain_values=True
+    )
+    (vanilla_ids, vanilla), (toolspec_ids, _) = run(held, "vanilla"), run(held, "toolspec")
+    assert toolspec_ids == vanilla_ids  # lossless against constrained greedy
+    assert vanilla == [("find_restaurant", {"city": "Boston", "amenities": ["Patio"]})]
+    for hinted in (["Patio"], amenities):
+        box = HintBox()
+        box.set_function("find_restaurant")
+        box.set_slot("city", "Boston")
+        box.set_slot("amenities", hinted)
+        box.finish()
+        assert run(held, "ooo", box)[0] == vanilla_ids, hinted

@@ -71,12 +71,44 @@ def test_each_rule_counts_the_answers_that_keep_it_and_break_it(script: ModuleTy
     )
 
 
+def test_an_enum_the_request_names_counts_under_options(script: ModuleType) -> None:
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "sort",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "order": {"type": "string", "enum": ["ascending", "descending"]},
+                    "keys": {"type": "array", "items": {"type": "string", "enum": ["id", "name"]}},
+                },
+            },
+        },
+    }
+
+    def item(answers: dict[str, list[Any]]) -> BenchItem:
+        text = "Sort by name in ascending order"
+        return BenchItem(
+            "x", "simple_python", [{"role": "user", "content": text}], [tool], [{"sort": answers}]
+        )
+
+    assert sorted(script.check(item({"order": ["ascending"], "keys": [["name"]]}))) == [
+        ("options", True),
+        ("options", True),
+    ]
+    assert sorted(script.check(item({"order": ["descending", ""], "keys": [["name", "id"]]}))) == [
+        ("options", False),
+        ("options", False),
+    ]
+
+
 def test_tally_and_the_command_line(
     script: ModuleType, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     items = [_item("Put $2,000,000 at 5% in Austin", {"amount": [2], "rate": [0.05]})]
     assert script.tally(items)["rules"] == {
         "rates": {"kept": 1, "broken": 0},
+        "options": {"kept": 0, "broken": 0},
         "places": {"kept": 0, "broken": 0},
         "amounts": {"kept": 1, "broken": 1},
     }

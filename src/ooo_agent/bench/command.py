@@ -224,8 +224,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--constrain-values",
         action="store_true",
         help="as --constrain-arguments, and values follow the conventions the tool and the "
-        "request state: a rate stated in percent as a fraction, 'City, State' where asked, "
-        "amounts whole (HFTarget(constrain_values=True))",
+        "request state: a rate stated in percent as a fraction, an enum option the request "
+        "names, 'City, State' where asked, amounts whole (HFTarget(constrain_values=True))",
     )
     add("--threads", type=int, default=1, help="torch CPU threads of the target (default 1)")
     add("--sidecar-threads", type=int, default=1, help="torch CPU threads of the sidecar")

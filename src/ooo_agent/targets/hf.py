@@ -62,8 +62,8 @@ class HFTarget:
     ``constrain_arguments``) also counts as required the optional parameters the user's
     messages name (:mod:`ooo_agent.decoding.mentions`); ``constrain_values`` (which implies
     ``constrain_arguments`` too) holds values to the conventions the tool and the request state:
-    a rate stated in percent as a fraction, a place asked for as "City, State" so, an amount
-    written whole (:mod:`ooo_agent.decoding.conventions`). Off by default (plain greedy
+    a rate stated in percent as a fraction, an enum option the request names, a place asked
+    for as "City, State" so, an amount written whole (:mod:`ooo_agent.decoding.conventions`). Off by default (plain greedy
     decoding).
     """
 

@@ -371,7 +371,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="with --engine vanilla/toolspec: as --constrain-arguments, and values follow the "
         "conventions the tool and the request state: a rate stated in percent as a fraction, "
-        "a place asked for as 'City, State' so, amounts whole (HFTarget(constrain_values=True))",
+        "an enum option the request names, a place asked for as 'City, State' so, amounts "
+        "whole (HFTarget(constrain_values=True))",
     )
     parser.add_argument(
         "--labels-out",
