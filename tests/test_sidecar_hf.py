@@ -227,7 +227,9 @@ def test_a_rows_constraint_picks_its_tokens_and_leaves_the_other_rows_alone(
     gen = SharedPrefixGenerator(model, tokenizer)
     prompts = _distinct_rows(gen, tokenizer)[:3]
     free = gen.generate(prompts, max_new_tokens=5)
-    forced = [t for t in range(10, 400) if t not in free[1].token_ids and t not in gen.stop_token_ids][:2]
+    forced = [
+        t for t in range(10, 400) if t not in free[1].token_ids and t not in gen.stop_token_ids
+    ][:2]
     steer = _Forced(forced)
     results = gen.generate(prompts, max_new_tokens=5, constraints={1: steer})
     assert results[1].token_ids[:2] == forced
@@ -944,3 +946,37 @@ def test_typed_rows_follow_a_target_that_holds_values_to_conventions(tokenizer: 
         request = SidecarRequest(messages, [tool], value_conventions=conventions)
         answers[conventions] = anyio.run(sidecar.run_wave, request, HintBox()).answers["0.rate"]
     assert answers == {False: "5", True: "0.05"}
+
+
+def test_beside_such_a_target_a_free_string_adds_no_state_the_request_does_not_write(
+    tokenizer: Any,
+) -> None:
+    """The sidecar's own habit ("Boston, MA" for "in Boston") is not the target's, which writes
+    "City, State" only where the tool asks for it: the row closes the string instead."""
+    tool = _tool("weather", {"city": {"type": "string", "description": "The city."}})
+    tool["function"]["parameters"]["required"] = ["city"]
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in ['Ġ"', "B", "o", "s", "to", "n", ","]}
+    ids |= {t: tokenizer.convert_tokens_to_ids(t) for t in ["Ġ", "M", "A", '"', "<|im_end|>"]}
+    script = ['Ġ"', "B", "o", "s", "to", "n", ",", "Ġ", "M", "A", '"', "<|im_end|>"]
+    table = {ids[a]: ids[b] for a, b in itertools.pairwise(script)}
+    answers = {}
+    for text in ("Weather in Boston today?", "Weather in Boston, MA today?"):
+        for conventions in (False, True):
+            # After "Boston" the likeliest token is the comma, the runner-up the closing quote.
+            inner = ScriptedLM(
+                make_model("qwen3", len(tokenizer)), {ids["n"]: ids['"']}, None, bonus=100.0
+            )
+            model = ScriptedLM(inner, table, ids['Ġ"'])
+            sidecar = HFSidecar(model, tokenizer, options=WaveOptions(typed_values=True))
+            request = SidecarRequest(
+                [{"role": "user", "content": text}], [tool], value_conventions=conventions
+            )
+            answers[text, conventions] = anyio.run(sidecar.run_wave, request, HintBox()).answers[
+                "0.city"
+            ]
+    assert answers == {
+        ("Weather in Boston today?", False): '"Boston, MA"',
+        ("Weather in Boston today?", True): '"Boston"',
+        ("Weather in Boston, MA today?", False): '"Boston, MA"',
+        ("Weather in Boston, MA today?", True): '"Boston, MA"',  # the request writes it
+    }

@@ -112,3 +112,23 @@ def test_a_free_schema_takes_any_json_value() -> None:
     assert _pick(c, "", ["[", '"']) == "["
     assert _pick(c, "", ["x", "1"]) == "1"  # still JSON
     assert c.complete('"a"') and c.complete("12") and not c.complete("[1")
+
+
+def test_a_free_string_holds_a_comma_only_where_the_request_writes_one() -> None:
+    held = ValueConstraint(
+        {"type": "string"}, _decode, stop_ids={END}, commas_from="Rain in Bal, or in Ab?"
+    )
+    # "ab" then a comma and a state of its own: the request never writes "ab, "
+    assert _pick(held, '"ab', [",", '"']) == '"'
+    assert _pick(held, '"ab"', ["<end>"]) == "<end>"
+    # "bal, " is the request's own text (case aside): the comma stays
+    assert _pick(held, '"bal', [",", '"']) == ","
+    assert held.complete('"bal, or"') and not held.complete('"ab, x"')
+    assert held.overrides == 1
+    # without the request's text, or on a value that is no string, commas are free
+    free = ValueConstraint({"type": "string"}, _decode, stop_ids={END})
+    assert _pick(free, '"ab', [",", '"']) == ","
+    listed = ValueConstraint(
+        {"type": "array", "items": {"type": "number"}}, _decode, stop_ids={END}, commas_from="x"
+    )
+    assert _pick(listed, "[1", [",", "]"]) == ","

@@ -316,7 +316,8 @@ class HFSidecar:
         start ``null`` (``first_token_bans``; with ``options.mentioned_values`` also for each
         optional parameter the request names); with ``options.typed_values``, each row held to
         its parameter's schema (``constraints``) — as the target reads it when the request says
-        the target holds values to conventions (``SidecarRequest.value_conventions``)."""
+        the target holds values to conventions (``SidecarRequest.value_conventions``), a free
+        string then holding a comma only where the request writes it (``commas_from``)."""
         required_values, typed_values = self.options.required_values, self.options.typed_values
         # Not where the caller knows the target leaves named optionals to the model.
         mentioned_values = self.options.mentioned_values and plan.request.named_optionals is not False
@@ -329,10 +330,13 @@ class HFSidecar:
             found = mentioned_parameters(plan.request.messages, plan.request.tools)
             named = [found.get(name, ()) for name, _ in tool_signatures(plan.request.tools)]
         tools = plan.request.tools
+        commas_from: str | None = None
         if typed_values and plan.request.value_conventions:
             from ooo_agent.decoding.conventions import with_value_conventions
+            from ooo_agent.sidecar.relevance import user_text
 
             tools = with_value_conventions(plan.request.messages, tools)
+            commas_from = user_text(plan.request.messages)
         bans: dict[int, list[int]] = {}
         constraints: dict[int, ValueConstraint] = {}
         for i, row in enumerate(plan.rows):
@@ -351,6 +355,7 @@ class HFSidecar:
                     self.generator.decode,
                     stop_ids=self.generator.stop_token_ids,
                     null_ok=not needs_value,
+                    commas_from=commas_from if _free_string(schema) else None,
                 )
         steered = required_values or mentioned_values
         return (bans if steered else None), (constraints if typed_values else None)
@@ -372,6 +377,13 @@ class HFSidecar:
                     found.add(token_id)
             self._null_ids = sorted(found)
         return self._null_ids
+
+
+def _free_string(schema: Any) -> bool:
+    """A string parameter without an enum, a pattern or a format of its own."""
+    if not isinstance(schema, Mapping) or schema.get("type") != "string":
+        return False
+    return not any(key in schema for key in ("enum", "const", "pattern", "format"))
 
 
 def _required_parameters(tool: Mapping[str, Any]) -> frozenset[str]:

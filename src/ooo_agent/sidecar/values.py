@@ -47,6 +47,12 @@ class ValueConstraint:
             unless ``required_values`` asks for a value).
         max_candidates: how far down the ranking to look for an allowed token; past it the
             sidecar's own token is kept (the slot is then dropped, as it would be unsteered).
+        commas_from: the request's text, for a free string parameter beside a target that holds
+            values to conventions: the answer may hold a comma only inside text the request
+            writes (case aside). Such a target writes "City, State" where the tool asks for it
+            (the parameter then has a ``pattern`` and gets no ``commas_from``) and otherwise the
+            place as the request gives it; a small sidecar adds a state or country of its own
+            ("San Francisco, CA" for "in San Francisco"; docs/benchmarks.md §2.0zzz).
 
     Implements :class:`~ooo_agent.decoding.constraint.TokenConstraint`.
     """
@@ -59,10 +65,12 @@ class ValueConstraint:
         stop_ids: Collection[int],
         null_ok: bool = True,
         max_candidates: int = 512,
+        commas_from: str | None = None,
     ) -> None:
         if max_candidates < 1:
             raise ValueError(f"max_candidates must be at least 1, not {max_candidates}")
         self.shape = ValueShape.of(normalize_schema(schema))
+        self.commas_from = commas_from.lower() if commas_from is not None else None
         self.decode = decode
         self.stop_ids = frozenset(stop_ids)
         self.null_ok = null_ok
@@ -115,9 +123,9 @@ class ValueConstraint:
         if end == INVALID:
             return False
         if end == INCOMPLETE:
-            return self.shape.admits(value, False)
+            return self.shape.admits(value, False) and self._commas_ok(value)
         # Complete: nothing may follow it (the row ends with the value).
-        return end == len(value) and self.shape.admits(value, True)
+        return end == len(value) and self.shape.admits(value, True) and self._commas_ok(value)
 
     def complete(self, text: str) -> bool:
         """Whether ``text`` is a whole answer this row may give (the row may end here)."""
@@ -128,4 +136,14 @@ class ValueConstraint:
             return self.null_ok
         # A number ends only where something follows it: the sentinel closes it.
         end = json_value_end(value + "\n", 0, strict=True)
-        return end == len(value) and self.shape.admits(value, True)
+        return end == len(value) and self.shape.admits(value, True) and self._commas_ok(value)
+
+    def _commas_ok(self, value: str) -> bool:
+        """With ``commas_from``: a string answer (so far) holds a comma only inside text the
+        request writes."""
+        if self.commas_from is None or not value.startswith('"'):
+            return True
+        content = value[1:]
+        if content.endswith('"') and not content.endswith('\\"'):
+            content = content[:-1]
+        return "," not in content or content.lower() in self.commas_from
