@@ -27,7 +27,7 @@ Four conventions a small target gets wrong although the call validates:
   counts them ("substitution mutations" names ``substitution``, "six months" ``six_months``,
   "wars" ``War``), or the option written as it is ("free Wi-Fi") — takes one of those options
   (an array: only those). A small target otherwise writes the first or the usual option
-  (``descending`` for "in ascending order", ``Used`` for "in like-new condition") or lists
+  (``descending`` for "in ascending order", ``Used`` for a game "like new") or lists
   every option of an array (``["Annual", "Perennial", "Shrub", …]`` for "nurseries that sell
   annual plants"). Catch-all options (``all``, ``any``, ``dontcare``, ``none``, ``other``…)
   never count as named, and a parameter whose only named options are catch-alls is left alone.
