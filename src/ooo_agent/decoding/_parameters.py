@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from ooo_agent.formats._common import loose_function
 
-__all__ = ["parameters_matching", "rewrite_parameters"]
+__all__ = ["parameters_matching", "rewrite_functions", "rewrite_parameters"]
+
+T = TypeVar("T")
 
 
 def parameters_matching(
@@ -37,15 +39,29 @@ def rewrite_parameters(
 ) -> list[Mapping[str, Any]]:
     """``tools`` with the schema of each parameter ``keys`` names (per tool name) replaced by
     ``rewrite(schema)``: copies of the tools it touches; the others are passed as they are."""
+
+    def edit(function: dict[str, Any], names: Sequence[str]) -> None:
+        properties = function["parameters"]["properties"]
+        for key in names:
+            properties[key] = rewrite(properties[key])
+
+    return rewrite_functions(tools, keys, edit)
+
+
+def rewrite_functions(
+    tools: Sequence[Mapping[str, Any]],
+    touched: Mapping[str, T],
+    edit: Callable[[dict[str, Any], T], None],
+) -> list[Mapping[str, Any]]:
+    """``tools`` with ``edit(function, touched[name])`` applied to a copy of each tool whose
+    name ``touched`` gives a non-empty value; the others are passed as they are."""
     out: list[Mapping[str, Any]] = []
     for tool in tools:
-        names = keys.get(str(loose_function(tool).get("name", "")))
-        if not names:
+        value = touched.get(str(loose_function(tool).get("name", "")))
+        if not value:
             out.append(tool)
             continue
         changed = copy.deepcopy(dict(tool))
-        properties = loose_function(changed)["parameters"]["properties"]
-        for key in names:
-            properties[key] = rewrite(properties[key])
+        edit(cast(dict[str, Any], loose_function(changed)), value)
         out.append(changed)
     return out

@@ -23,11 +23,11 @@ No model call, nothing fitted to a data set.
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ooo_agent.decoding._parameters import rewrite_functions
 from ooo_agent.formats._common import loose_function
 from ooo_agent.sidecar.relevance import relevance_terms, user_text
 
@@ -137,17 +137,10 @@ def with_mentioned_required(
 ) -> list[Mapping[str, Any]]:
     """``tools`` with each one's :func:`mentioned_parameters` added to its ``required`` list
     (copies; the tools given are not changed, a tool without any is passed as it is)."""
-    named = mentioned_parameters(messages, tools)
-    out: list[Mapping[str, Any]] = []
-    for tool in tools:
-        extra = named.get(str(loose_function(tool).get("name", "")))
-        if not extra:
-            out.append(tool)
-            continue
-        changed = copy.deepcopy(dict(tool))
-        function = loose_function(changed)
+
+    def require(function: dict[str, Any], extra: tuple[str, ...]) -> None:
         parameters = function["parameters"]
         required = parameters.get("required")
         parameters["required"] = [*(required if isinstance(required, list) else []), *extra]
-        out.append(changed)
-    return out
+
+    return rewrite_functions(tools, mentioned_parameters(messages, tools), require)
