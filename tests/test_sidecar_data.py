@@ -418,6 +418,9 @@ def test_cli_labels_writes_and_resumes(tmp_path: Path, monkeypatch: pytest.Monke
     assert stats["train_requests"] == 2 and stats["eval_requests_labelled"] == 2
     assert stats["dropped"] == {"no call": 1, "invalid call": 1}
     assert stats["target_format"] == "hermes-description-first"
+    assert stats["target_decoding"] == dict.fromkeys(
+        ("constrain_names", "constrain_json", "constrain_arguments", "constrain_mentioned",
+         "constrain_values"), False)  # fmt: skip
     assert len(targets[0].requests) == 6
     # Run again: every label comes from labels.jsonl, the target is not asked.
     assert sidecar_data.main(argv) == 0
@@ -516,7 +519,9 @@ def test_build_records_the_tool_listing(tmp_path: Path) -> None:
     assert stats["tool_list"] == "described"
     prompts = [json.loads(line)["prompt"] for line in (tmp_path / "train.jsonl").open()]
     index_prompts = [p for p in prompts if "Which tool should be called?" in p]
-    assert index_prompts and all("get_weather(city, days): get_weather tool" in p for p in index_prompts)
+    assert index_prompts and all(
+        "get_weather(city, days): get_weather tool" in p for p in index_prompts
+    )
 
 
 def _direct_rows(rows: list[dict[str, str]]) -> list[tuple[list[str], str]]:
@@ -566,3 +571,34 @@ def test_choice_only_keeps_the_rows_that_choose_the_tool(tmp_path: Path) -> None
         build_sidecar_data(
             tmp_path, train, evaluation, ChatMLTokenizer(), index_only=True, choice_only=True
         )
+
+
+def test_cli_labels_with_the_constrained_target_it_is_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--constrain-*`` reach the labelling ``HFTarget``: the labels are then the calls the
+    target writes under the decoding it runs with (the demo's)."""
+    from ooo_agent.models import presets
+    from ooo_agent.targets import hf
+
+    built: list[dict[str, Any]] = []
+
+    class Recording:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            built.append(kwargs)
+
+    monkeypatch.setattr(presets, "load_base", lambda *a, **k: ("model", "tokenizer"))
+    monkeypatch.setattr(presets, "attach_adapter", lambda model, *a, **k: model)
+    monkeypatch.setattr(hf, "HFTarget", Recording)
+    adapter = tmp_path / "adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text("{}")
+    flags = ["--constrain-names", "--constrain-mentioned", "--constrain-values"]
+    for argv in ([], flags):
+        parser_args = ["--target-adapter", str(adapter), "--out", str(tmp_path / "o"), *argv]
+        args = sidecar_data.build_parser().parse_args(parser_args)
+        target, tokenizer = sidecar_data._load_target(args)
+        assert isinstance(target, Recording) and tokenizer == "tokenizer"
+    assert [b["constrain_values"] for b in built] == [False, True]
+    assert built[1]["constrain_names"] and built[1]["constrain_mentioned"]
+    assert not built[1]["constrain_json"] and not built[1]["constrain_arguments"]

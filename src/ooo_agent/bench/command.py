@@ -26,6 +26,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ooo_agent.bench.runner import BENCH_MODES
 from ooo_agent.cli import CliError
+from ooo_agent.decoding.flags import add_constraint_options, constrained, constraint_options
 
 __all__ = ["IDENTITY_EXIT", "add_arguments", "run_engine_benchmark", "run_from_args"]
 
@@ -196,37 +197,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(WaveOptions.typed_values; in this process only); auto (default): the preset's own "
         "setting, else off",
     )
-    add(
-        "--constrain-names",
-        action="store_true",
-        help="every mode decodes with the function-name constraint (HFTarget("
-        "constrain_names=True)): a call can only name an offered tool",
-    )
-    add(
-        "--constrain-json",
-        action="store_true",
-        help="every mode keeps each call's JSON well-formed while decoding (HFTarget("
-        "constrain_json=True))",
-    )
-    add(
-        "--constrain-arguments",
-        action="store_true",
-        help="every mode keeps each call's arguments to its tool's schema while decoding "
-        "(HFTarget(constrain_arguments=True)): known keys, required ones, declared types",
-    )
-    add(
-        "--constrain-mentioned",
-        action="store_true",
-        help="as --constrain-arguments, and the optional parameters a request names count as "
-        "required (HFTarget(constrain_mentioned=True))",
-    )
-    add(
-        "--constrain-values",
-        action="store_true",
-        help="as --constrain-arguments, and values follow the conventions the tool and the "
-        "request state: a rate stated in percent as a fraction, an enum option the request "
-        "names, 'City, State' where asked, amounts whole (HFTarget(constrain_values=True))",
-    )
+    add_constraint_options(add, scope="every mode: ")
     add("--threads", type=int, default=1, help="torch CPU threads of the target (default 1)")
     add("--sidecar-threads", type=int, default=1, help="torch CPU threads of the sidecar")
     add("--max-new-tokens", type=int, default=256)
@@ -270,16 +241,6 @@ def run_engine_benchmark(arguments: list[str]) -> int:
     return 0
 
 
-def _constrained(args: argparse.Namespace) -> bool:
-    return bool(
-        args.constrain_names
-        or args.constrain_json
-        or args.constrain_arguments
-        or args.constrain_mentioned
-        or args.constrain_values
-    )
-
-
 def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[str]]:
     """``(measured, warm-up, notes)``: warm-ups follow the first category's measured items."""
     from ooo_agent.bench.datasets import load_bfcl, load_jsonl
@@ -309,7 +270,7 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
                 "needs the sidecar model in this process (not --sidecar-process, not an HTTP "
                 "sidecar)"
             )
-    if _constrained(args) and "hf-pld" in (args.modes or []):
+    if constrained(args) and "hf-pld" in (args.modes or []):
         raise CliError(
             "--constrain-*: mode hf-pld (transformers' generate) cannot constrain decoding"
         )
@@ -401,7 +362,7 @@ async def _run(args: argparse.Namespace) -> int:
                 m
                 for m in BENCH_MODES
                 if (m != "ooo" or choice.sidecar is not None)
-                and not (m == "hf-pld" and _constrained(args))
+                and not (m == "hf-pld" and constrained(args))
             ]
         )
         if "ooo" in modes and choice.sidecar is None:
@@ -417,9 +378,7 @@ async def _run(args: argparse.Namespace) -> int:
             loaded.model, loaded.tokenizer, modes=modes, fmt=args.format, sidecar=choice.sidecar,
             threads=args.threads, prefix_reuse=not args.no_prefix_reuse,
             max_new_tokens=args.max_new_tokens, sidecar_timeout=args.sidecar_timeout,
-            pld_tokens=args.pld_tokens, constrain_names=args.constrain_names,
-            constrain_json=args.constrain_json, constrain_arguments=args.constrain_arguments,
-            constrain_mentioned=args.constrain_mentioned, constrain_values=args.constrain_values,
+            pld_tokens=args.pld_tokens, **constraint_options(args),
         )  # fmt: skip
         schedule = [(item, True) for item in warmups] + [(item, False) for item in measured]
         with Progress(
@@ -494,11 +453,7 @@ async def _run(args: argparse.Namespace) -> int:
             "sidecar_typed_values": getattr(
                 getattr(choice.sidecar, "options", None), "typed_values", None
             ),
-            "constrain_names": args.constrain_names,
-            "constrain_json": args.constrain_json,
-            "constrain_arguments": args.constrain_arguments,
-            "constrain_mentioned": args.constrain_mentioned,
-            "constrain_values": args.constrain_values,
+            **constraint_options(args),
             "target_threads": args.threads,
             "sidecar_threads": args.sidecar_threads,
             "sidecar_process": args.sidecar_process,

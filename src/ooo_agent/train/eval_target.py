@@ -35,6 +35,7 @@ from typing import Any
 
 from ooo_agent.bench.ast_check import check, names_match
 from ooo_agent.bench.datasets import BenchItem, load_bfcl, load_jsonl
+from ooo_agent.decoding.flags import add_constraint_options, constrained, constraint_options
 from ooo_agent.errors import DatasetError
 from ooo_agent.formats.base import ChatFormat
 from ooo_agent.targets.base import Mode
@@ -342,38 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the call format the prompts are rendered in (default hermes; the embedded "
         "target's preset prompts with hermes-description-first)",
     )
-    parser.add_argument(
-        "--constrain-names",
-        action="store_true",
-        help="with --engine vanilla/toolspec: restrict each call's function name to the "
-        "offered tools while decoding (HFTarget(constrain_names=True))",
-    )
-    parser.add_argument(
-        "--constrain-json",
-        action="store_true",
-        help="with --engine vanilla/toolspec: keep each call's JSON well-formed while decoding "
-        "(HFTarget(constrain_json=True))",
-    )
-    parser.add_argument(
-        "--constrain-arguments",
-        action="store_true",
-        help="with --engine vanilla/toolspec: keep each call's arguments to its tool's schema "
-        "(known keys, required ones, declared types and enums; HFTarget(constrain_arguments=True))",
-    )
-    parser.add_argument(
-        "--constrain-mentioned",
-        action="store_true",
-        help="with --engine vanilla/toolspec: as --constrain-arguments, and the optional "
-        "parameters the request names count as required (HFTarget(constrain_mentioned=True))",
-    )
-    parser.add_argument(
-        "--constrain-values",
-        action="store_true",
-        help="with --engine vanilla/toolspec: as --constrain-arguments, and values follow the "
-        "conventions the tool and the request state: a rate stated in percent as a fraction, "
-        "an enum option the request names, a place asked for as 'City, State' so, amounts "
-        "whole (HFTarget(constrain_values=True))",
-    )
+    add_constraint_options(parser.add_argument, scope="with --engine vanilla/toolspec: ")
     parser.add_argument(
         "--labels-out",
         default=None,
@@ -389,14 +359,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--cache-dir", default=None)
     args = parser.parse_args(argv)
-    constrained = (
-        args.constrain_names
-        or args.constrain_json
-        or args.constrain_arguments
-        or args.constrain_mentioned
-        or args.constrain_values
-    )
-    if constrained and args.engine == "generate":
+    if constrained(args) and args.engine == "generate":
         parser.error("--constrain-* need --engine vanilla or toolspec")
     if args.compare:
         try:
@@ -451,11 +414,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             tokenizer,
             fmt,
             num_threads=args.threads,
-            constrain_names=args.constrain_names,
-            constrain_json=args.constrain_json,
-            constrain_arguments=args.constrain_arguments,
-            constrain_mentioned=args.constrain_mentioned,
-            constrain_values=args.constrain_values,
+            **constraint_options(args),
         )
         generate = engine_generator(target, mode=args.engine, max_new_tokens=args.max_new_tokens)
     report = evaluate_items(items, generate, fmt, on_item=show)
@@ -474,11 +433,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "offset": args.offset,
         "max_new_tokens": args.max_new_tokens,
         "engine": args.engine,
-        "constrain_names": args.constrain_names,
-        "constrain_json": args.constrain_json,
-        "constrain_arguments": args.constrain_arguments,
-        "constrain_mentioned": args.constrain_mentioned,
-        "constrain_values": args.constrain_values,
+        **constraint_options(args),
         "format": fmt.name,
         "command": " ".join(sys.argv),
     }

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ooo_agent.decoding.flags import add_constraint_options, constraint_options
 from ooo_agent.errors import OooAgentError
 from ooo_agent.sidecar.prompts import PromptTemplate, template_from_tokenizer
 from ooo_agent.sidecar.rows import TOOL_LISTS, ToolList, label_rows
@@ -483,8 +484,8 @@ def _label_all(
     return out
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m ooo_agent.train.sidecar_data``: label requests with the target, write rows."""
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``python -m ooo_agent.train.sidecar_data``."""
     parser = argparse.ArgumentParser(
         prog="python -m ooo_agent.train.sidecar_data", description=__doc__.split("\n\n")[0]
     )
@@ -501,6 +502,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the call format the target is prompted in; label with the one it runs with "
         "(default: %(default)s, the embedded target's preset)",
     )
+    add_constraint_options(parser.add_argument, scope="label with calls decoded so: ")
     parser.add_argument("--max-new-tokens", type=int, default=192)
     parser.add_argument("--other-null-fraction", type=float, default=0.25)
     parser.add_argument("--token-budget", type=int, default=None, help="training tokens at most")
@@ -549,7 +551,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--cache-dir", default=None, help="ooo-agent cache root")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m ooo_agent.train.sidecar_data``: label requests with the target, write rows."""
+    args = build_parser().parse_args(argv)
     try:
         return _run(args)
     except (OSError, ValueError, OooAgentError) as exc:
@@ -601,6 +608,7 @@ def _run(args: argparse.Namespace) -> int:
         choice_only=args.choice_only,
     )
     stats["target_format"] = args.format
+    stats["target_decoding"] = constraint_options(args)
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(stats, indent=2))
     return 0
@@ -615,7 +623,10 @@ def _load_target(args: argparse.Namespace) -> tuple[Any, Any]:
         raise ValueError(f"{adapter} is not a LoRA adapter folder (no adapter_config.json)")
     model, tokenizer = load_base(args.base, cache_dir=args.cache_dir)
     model = attach_adapter(model, adapter, merge=True)
-    return HFTarget(model, tokenizer, args.format, num_threads=args.threads), tokenizer
+    target = HFTarget(
+        model, tokenizer, args.format, num_threads=args.threads, **constraint_options(args)
+    )
+    return target, tokenizer
 
 
 if __name__ == "__main__":
