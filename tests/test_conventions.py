@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from embedded_modes import held_in_every_mode
 from ooo_agent.decoding.conventions import (
     PLACE_PATTERN,
     named_options,
@@ -194,56 +195,12 @@ def test_an_enum_is_held_to_the_options_the_request_names() -> None:
     assert skeleton.conforms(start + '"plants": ["Annual"]') is not False
 
 
-def _held_in_every_mode(
-    embedded: tuple[object, object],
-    tool: dict[str, Any],
-    text: str,
-    *,
-    premise: list[tuple[str, dict[str, Any]]],
-    expected: list[tuple[str, dict[str, Any]]],
-    hints: list[dict[str, Any]],
-) -> None:
-    """The embedded target decodes ``text`` as ``premise`` with names and arguments held to the
-    schema only, and as ``expected`` with the value conventions too — identically in
-    ``vanilla`` and ``toolspec``, and in ``ooo`` under each of ``hints`` (slots of the call)."""
-    from ooo_agent.formats import HermesFormat
-    from ooo_agent.sidecar.base import HintBox
-    from ooo_agent.targets.base import TargetRequest
-    from ooo_agent.targets.hf import HFTarget
-
-    model, tokenizer = embedded
-    fmt = HermesFormat()
-    messages = [{"role": "user", "content": text}]
-
-    def run(target: HFTarget, mode: str, box: HintBox | None = None) -> tuple[list[int], Any]:
-        request = TargetRequest(messages, [tool], mode=mode, max_new_tokens=64, hint_box=box)  # type: ignore[arg-type]
-        out = target.generate_sync(request)
-        return out.token_ids, [(c.name, c.arguments) for c in fmt.parse(out.text).calls]
-
-    schema_only = HFTarget(model, tokenizer, fmt, constrain_names=True, constrain_arguments=True)
-    _, before = run(schema_only, "vanilla")
-    assert before == premise, f"the premise ({before})"
-    held = HFTarget(
-        model, tokenizer, fmt, constrain_names=True, constrain_mentioned=True, constrain_values=True
-    )
-    (vanilla_ids, vanilla), (toolspec_ids, _) = run(held, "vanilla"), run(held, "toolspec")
-    assert toolspec_ids == vanilla_ids  # lossless against constrained greedy
-    assert vanilla == expected
-    for slots in hints:
-        box = HintBox()
-        box.set_function(tool["function"]["name"])
-        for name, value in slots.items():
-            box.set_slot(name, value)
-        box.finish()
-        assert run(held, "ooo", box)[0] == vanilla_ids, slots
-
-
 @pytest.mark.slow
 def test_the_embedded_target_writes_city_and_state_in_every_mode(
     embedded: tuple[object, object],
 ) -> None:
     described = "The city where you are looking for a concert. In the format City, State."
-    _held_in_every_mode(
+    held_in_every_mode(
         embedded,
         _tool({"city": {"type": "string", "description": described}}),
         "Find a rock concert in Chicago for less than $100.",
@@ -277,7 +234,7 @@ def test_the_embedded_target_takes_the_option_the_request_names_in_every_mode(
             },
         },
     }
-    _held_in_every_mode(
+    held_in_every_mode(
         embedded,
         tool,
         "Find a restaurant with a patio in Boston.",

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from embedded_modes import held_in_every_mode
 from ooo_agent.decoding.mentions import mentioned_parameters, with_mentioned_required
 
 CIRCLE = {
@@ -115,44 +116,17 @@ def test_the_constraint_keeps_a_named_optional_parameter_open() -> None:
 def test_the_embedded_target_writes_the_named_unit_in_every_mode(
     embedded: tuple[object, object],
 ) -> None:
-    from ooo_agent.formats import HermesFormat
-    from ooo_agent.targets.base import TargetRequest
-    from ooo_agent.targets.hf import HFTarget
-
-    model, tokenizer = embedded
-    fmt = HermesFormat()
-    messages = [
-        {
-            "role": "user",
-            "content": "What is the circumference of a circle of radius 3 cm, in the unit cm?",
-        }
-    ]
-
-    def calls(target: HFTarget, mode: str) -> tuple[list[int], list[tuple[str, dict[str, Any]]]]:
-        out = target.generate_sync(TargetRequest(messages, [CIRCLE], mode=mode, max_new_tokens=64))  # type: ignore[arg-type]
-        return out.token_ids, [(c.name, c.arguments) for c in fmt.parse(out.text).calls]
-
-    schema_only = HFTarget(model, tokenizer, fmt, constrain_names=True, constrain_arguments=True)
-    _, before = calls(schema_only, "vanilla")
-    assert before == [("calculate_circumference", {"radius": 3})], (
-        f"the premise: with the schema alone the model leaves the unit out ({before})"
+    held_in_every_mode(
+        embedded,
+        CIRCLE,
+        "What is the circumference of a circle of radius 3 cm, in the unit cm?",
+        # With the schema alone the model leaves the unit out.
+        premise=[("calculate_circumference", {"radius": 3})],
+        expected=[("calculate_circumference", {"radius": 3, "unit": "cm"})],
+        # Right or wrong, one closing without the unit.
+        hints=[{"radius": 3, "unit": "cm"}, {"radius": 3}, {"radius": 2, "unit": "inches"}],
+        held={"constrain_names": True, "constrain_mentioned": True},
     )
-    named = HFTarget(model, tokenizer, fmt, constrain_names=True, constrain_mentioned=True)
-    assert named.constrain_arguments  # implied
-    (vanilla_ids, vanilla), (toolspec_ids, _) = calls(named, "vanilla"), calls(named, "toolspec")
-    assert toolspec_ids == vanilla_ids  # lossless against constrained greedy
-    assert vanilla == [("calculate_circumference", {"radius": 3, "unit": "cm"})]
-    # ooo: a sidecar's hint, right or wrong (one that closes without the unit), changes nothing.
-    from ooo_agent.sidecar.base import HintBox
-
-    for slots in ({"radius": 3, "unit": "cm"}, {"radius": 3}, {"radius": 2, "unit": "inches"}):
-        box = HintBox()
-        box.set_function("calculate_circumference")
-        for key, value in slots.items():
-            box.set_slot(key, value)
-        box.finish()
-        request = TargetRequest(messages, [CIRCLE], mode="ooo", max_new_tokens=64, hint_box=box)  # type: ignore[arg-type]
-        assert named.generate_sync(request).token_ids == vanilla_ids, slots
 
 
 @pytest.mark.parametrize(

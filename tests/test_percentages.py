@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from embedded_modes import held_in_every_mode
 from ooo_agent.decoding.percentages import (
     fraction_rates,
     stated_percentages,
@@ -135,50 +136,14 @@ def test_the_constraint_refuses_the_percentage_as_written() -> None:
 def test_the_embedded_target_writes_the_rate_as_a_fraction_in_every_mode(
     embedded: tuple[object, object],
 ) -> None:
-    from ooo_agent.formats import HermesFormat
-    from ooo_agent.sidecar.base import HintBox
-    from ooo_agent.targets.base import TargetRequest
-    from ooo_agent.targets.hf import HFTarget
-
-    model, tokenizer = embedded
-    fmt = HermesFormat()
-    messages = [
-        {
-            "role": "user",
-            "content": "What will $5000 be worth after 10 years at an annual interest rate of 5%?",
-        }
-    ]
-
-    def run(target: HFTarget, mode: str, box: HintBox | None = None) -> tuple[list[int], Any]:
-        request = TargetRequest(
-            messages,
-            [FUTURE_VALUE],
-            mode=mode,
-            max_new_tokens=64,
-            hint_box=box,  # type: ignore[arg-type]
-        )
-        out = target.generate_sync(request)
-        return out.token_ids, [(c.name, c.arguments) for c in fmt.parse(out.text).calls]
-
-    schema_only = HFTarget(model, tokenizer, fmt, constrain_names=True, constrain_arguments=True)
-    _, before = run(schema_only, "vanilla")
-    assert before[0][1]["annual_interest_rate"] == 5, (
-        f"the premise: with the schema alone the model copies the percentage ({before})"
+    call = {"present_value": 5000, "years": 10}
+    held_in_every_mode(
+        embedded,
+        FUTURE_VALUE,
+        "What will $5000 be worth after 10 years at an annual interest rate of 5%?",
+        # With the schema alone the model copies the percentage.
+        premise=[("future_value", {**call, "annual_interest_rate": 5})],
+        expected=[("future_value", {**call, "annual_interest_rate": 0.05})],
+        hints=[{**call, "annual_interest_rate": 0.05}, {**call, "annual_interest_rate": 5}],
+        held={"constrain_names": True, "constrain_values": True},
     )
-    held = HFTarget(model, tokenizer, fmt, constrain_names=True, constrain_values=True)
-    assert held.constrain_arguments  # implied
-    (vanilla_ids, vanilla), (toolspec_ids, _) = run(held, "vanilla"), run(held, "toolspec")
-    assert toolspec_ids == vanilla_ids  # lossless against constrained greedy
-    assert vanilla[0][1]["annual_interest_rate"] == 0.05
-    # ooo: a sidecar's hint, right or wrong, changes nothing.
-    for rate in (0.05, 5):
-        box = HintBox()
-        box.set_function("future_value")
-        for key, value in {
-            "present_value": 5000,
-            "annual_interest_rate": rate,
-            "years": 10,
-        }.items():
-            box.set_slot(key, value)
-        box.finish()
-        assert run(held, "ooo", box)[0] == vanilla_ids, rate
