@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import Any
@@ -140,6 +141,11 @@ async def test_hint_reaches_target_while_it_decodes() -> None:
     arrival = result.stats.sidecar.function_arrival_step
     assert arrival is not None and arrival > 0
     assert result.stats.sidecar.latency_s is not None and result.stats.sidecar.latency_s >= 0.05
+    # What the wave predicted, for the caller to show or log.
+    assert json.loads(result.stats.sidecar.predicted or "null") == {
+        "name": "add",
+        "arguments": {"a": 1, "b": 2},
+    }
 
 
 async def test_the_wave_request_says_whether_the_target_writes_named_optionals() -> None:
@@ -180,6 +186,7 @@ async def test_sidecar_faults_change_nothing(behaviour: str, delay: float, statu
     assert result.raw_text == plain.raw_text and result.calls[0].arguments == plain.calls[0].arguments
     assert result.results[0].value == 3
     assert result.stats.sidecar.status == status
+    assert result.stats.sidecar.predicted is None  # no hint formed (or none in time)
     assert 0.0 <= result.stats.sidecar.wait_s < 0.5  # joining the wave never blocks the call
     if behaviour == "ok":  # hung past the call: cancelled, no task left behind
         assert sidecar.cancelled == 1 and sidecar.finished == 0

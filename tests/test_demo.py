@@ -31,3 +31,5 @@ def test_demo_on_the_embedded_model(capsys: pytest.CaptureFixture[str]) -> None:
     assert "Replaying" not in out
     assert "get_order_status" in out and "validated → ok" in out
     assert "identical" in out and "NO" not in out
+    # The ooo run's sidecar: its hint, or why there was none (timing decides which).
+    assert "sidecar hint (" in out or "sidecar: no finished hint (" in out

@@ -14,6 +14,7 @@ only verified calls that a speculation answers get a result; no tool is run for 
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal
@@ -274,5 +275,8 @@ class FastToolCaller:
             stats.error = f"predicted unknown tool {hint.function!r}"
             return
         stats.status = "ok"
+        if not hint.empty:
+            predicted = {"name": hint.function, "arguments": dict(hint.slots)}
+            stats.predicted = json.dumps(predicted, ensure_ascii=False, default=repr)
         if speculator is not None:
             speculator.offer(hint)

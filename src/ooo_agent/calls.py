@@ -196,7 +196,8 @@ class SidecarStats:
     wait_s: float = 0.0
     """Time the target spent waiting for the sidecar: ~0 by design."""
     predicted: str | None = None
-    """The rendered hint text, when one was formed."""
+    """The wave's final hint as JSON, ``{"name": …, "arguments": {…}}`` (the slots it predicted
+    a value for; ``name`` null when it chose no tool); None when the wave formed no hint."""
     dropped_slots: dict[str, str] = field(default_factory=dict)
     """Slot values dropped as invalid, with the reason."""
     error: str | None = None

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import anyio
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ooo_agent.caller import FastToolCaller
@@ -153,6 +154,21 @@ def _show(console: Console, request: str, result: CallResult) -> None:
         console.print(f"  [dim]constrained decoding changed {changed} token(s) of the call[/]")
 
 
+def _show_hint(console: Console, result: CallResult) -> None:
+    """What the sidecar predicted in the ``ooo`` run, and how much of it the target took."""
+    sidecar = result.stats.sidecar
+    if sidecar.predicted is None:
+        why = f": {sidecar.error}" if sidecar.error else ""
+        console.print(f"  [dim]sidecar: no finished hint ({sidecar.status}{escape(why)})[/]")
+        return
+    step = sidecar.function_arrival_step
+    when = "before the first draft" if step == 0 else f"by decode step {step}"
+    console.print(
+        f"  [dim]sidecar hint ({when}): {escape(sidecar.predicted)} — "
+        f"{sidecar.hint_tokens_accepted} token(s) of the call taken from it[/]"
+    )
+
+
 async def _run(console: Console, requests: Sequence[str]) -> int:
     loaded = _load_embedded(console)
     tools = demo_tools()
@@ -182,6 +198,8 @@ async def _run(console: Console, requests: Sequence[str]) -> int:
         messages = [{"role": "user", "content": request}]
         outputs = {mode: await caller.call(messages, tools) for mode, caller in callers.items()}
         _show(console, request, outputs["vanilla"])
+        if "ooo" in outputs:
+            _show_hint(console, outputs["ooo"])
         same = len({r.raw_text for r in outputs.values()}) == 1
         cells = [f"{r.stats.decode.forward_passes} / {r.stats.total_s:.2f}" for r in outputs.values()]
         table.add_row(request[:40], *cells, "[green]yes[/]" if same else "[red]NO[/]")
