@@ -162,7 +162,10 @@ def _show_hint(console: Console, result: CallResult) -> None:
         console.print(f"  [dim]sidecar: no finished hint ({sidecar.status}{escape(why)})[/]")
         return
     step = sidecar.function_arrival_step
-    when = "before the first draft" if step == 0 else f"by decode step {step}"
+    if step is None:
+        when = "no tool in time for a draft"
+    else:
+        when = "before the first draft" if step == 0 else f"by decode step {step}"
     console.print(
         f"  [dim]sidecar hint ({when}): {escape(sidecar.predicted)} — "
         f"{sidecar.hint_tokens_accepted} token(s) of the call taken from it[/]"
