@@ -113,6 +113,11 @@ def test_whole_command_all_modes(
         # The oracle answers at arrival: every slot it hints is there before the first step.
         assert all(s == 0 for s in by_key[(item, "ooo")]["sidecar_slot_steps"].values())
         assert by_key[(item, "toolspec")]["sidecar_slot_steps"] == {}
+        # The hint is recorded (tests/test_caller.py checks its content): the random model
+        # writes no call here, so the oracle has none to hint; toolspec runs no wave.
+        assert vanilla["calls"] == []
+        assert by_key[(item, "ooo")]["sidecar_predicted"] is None
+        assert by_key[(item, "toolspec")]["sidecar_predicted"] is None
         # The oracle's hint is vanilla's own output: it cannot need more passes than vanilla.
         assert by_key[(item, "ooo")]["forward_passes"] <= vanilla["forward_passes"]
         # Decode steps commit every token but the prefill's, in both greedy implementations.
@@ -300,3 +305,27 @@ def test_each_mode_gets_its_own_target_over_the_same_weights(setup: tuple[Path, 
         bench_runner.build_runners(model, tokenizer, modes=["ooo"])
     with pytest.raises(ValueError, match="unknown mode"):
         bench_runner.build_runners(model, tokenizer, modes=["fast"])
+
+
+@pytest.mark.anyio
+async def test_a_record_keeps_the_sidecar_hint(setup: tuple[Path, Path]) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ooo_agent.bench.datasets import BenchItem
+
+    model_dir, _ = setup
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    oracle = OracleSidecar()
+    runners = bench_runner.build_runners(
+        model, tokenizer, modes=["ooo"], fmt="hermes", sidecar=oracle, max_new_tokens=8
+    )
+    item = BenchItem(**_items()[0])
+    oracle.remember(item.messages, item.tools, RawCall("get_weather", '{"city": "Paris"}'))
+    record = await bench_runner._measure(runners["ooo"], item, 0, False)
+    assert record.sidecar_status == "ok"
+    assert record.sidecar_predicted is not None
+    assert json.loads(record.sidecar_predicted) == {
+        "name": "get_weather",
+        "arguments": {"city": "Paris"},
+    }

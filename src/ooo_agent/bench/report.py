@@ -80,6 +80,8 @@ class RequestRecord:
     hint_tokens_accepted: int = 0
     sidecar_function_from_target: bool = False
     """The hint's function was switched to the one the target wrote."""
+    sidecar_predicted: str | None = None
+    """The wave's final hint as JSON (``SidecarStats.predicted``; None when none formed)."""
     constrained_tokens: int = 0
     """Tokens the call constraint changed (``--constrain-*`` options)."""
     identical: bool | None = None

@@ -221,6 +221,7 @@ async def _measure(
     record.sidecar_slot_steps = dict(stats.sidecar.slot_arrival_steps)
     record.hint_tokens_accepted = stats.sidecar.hint_tokens_accepted
     record.sidecar_function_from_target = stats.sidecar.function_from_target
+    record.sidecar_predicted = stats.sidecar.predicted
     record.text = result.raw_text
     record.token_ids = list(runner.recorder.last.token_ids) if runner.recorder.last else []
     record.calls = [{"name": c.name, "arguments": c.arguments} for c in result.calls]
