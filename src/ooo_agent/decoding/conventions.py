@@ -53,6 +53,7 @@ from ooo_agent.sidecar.relevance import relevance_terms, user_text
 __all__ = [
     "CATCH_ALL_OPTIONS",
     "PLACE_PATTERN",
+    "free_string",
     "named_options",
     "place_parameters",
     "truncated_amounts",
@@ -106,10 +107,16 @@ def truncated_amounts(messages: Sequence[Mapping[str, Any]]) -> list[float | int
     return list(dict.fromkeys(v for v in ruled_out if v not in written_numbers))
 
 
-def _is_place(schema: Any) -> bool:
+def free_string(schema: Any) -> bool:
+    """A string parameter without an enum, a pattern or a format of its own: what the request
+    and the model's own words fill."""
     if not isinstance(schema, Mapping) or schema.get("type") != "string":
         return False
-    if any(key in schema for key in ("enum", "const", "pattern", "format")):
+    return not any(key in schema for key in ("enum", "const", "pattern", "format"))
+
+
+def _is_place(schema: Any) -> bool:
+    if not free_string(schema):
         return False
     description = schema.get("description")
     return isinstance(description, str) and _PLACE.search(description) is not None

@@ -332,7 +332,7 @@ class HFSidecar:
         tools = plan.request.tools
         commas_from: str | None = None
         if typed_values and plan.request.value_conventions:
-            from ooo_agent.decoding.conventions import with_value_conventions
+            from ooo_agent.decoding.conventions import free_string, with_value_conventions
             from ooo_agent.sidecar.relevance import user_text
 
             tools = with_value_conventions(plan.request.messages, tools)
@@ -355,7 +355,9 @@ class HFSidecar:
                     self.generator.decode,
                     stop_ids=self.generator.stop_token_ids,
                     null_ok=not needs_value,
-                    commas_from=commas_from if _free_string(schema) else None,
+                    commas_from=(
+                        commas_from if commas_from is not None and free_string(schema) else None
+                    ),
                 )
         steered = required_values or mentioned_values
         return (bans if steered else None), (constraints if typed_values else None)
@@ -377,13 +379,6 @@ class HFSidecar:
                     found.add(token_id)
             self._null_ids = sorted(found)
         return self._null_ids
-
-
-def _free_string(schema: Any) -> bool:
-    """A string parameter without an enum, a pattern or a format of its own."""
-    if not isinstance(schema, Mapping) or schema.get("type") != "string":
-        return False
-    return not any(key in schema for key in ("enum", "const", "pattern", "format"))
 
 
 def _required_parameters(tool: Mapping[str, Any]) -> frozenset[str]:
