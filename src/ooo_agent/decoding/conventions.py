@@ -43,7 +43,7 @@ counts how often BFCL's answers keep each rule.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ooo_agent.decoding._parameters import parameters_matching, rewrite_parameters
@@ -173,12 +173,18 @@ def _names(option: Any, lowered: str, words: set[str]) -> bool:
 def named_options(messages: Sequence[Mapping[str, Any]], schema: Any) -> list[str]:
     """The options of a parameter's ``enum`` (or its array items' ``enum``) that the user's
     messages name (module docstring), in the schema's order; ``[]`` when none or no enum."""
-    found = _enum_options(schema)
-    if not found:
-        return []
+    return _options_named_by(messages)(schema) if _enum_options(schema) else []
+
+
+def _options_named_by(messages: Sequence[Mapping[str, Any]]) -> Callable[[Any], list[str]]:
+    """:func:`named_options` for one request's messages, their words read once."""
     text = user_text(messages)
     lowered, words = text.lower(), _roots(text)
-    return [str(o) for o in found if _names(o, lowered, words)]
+
+    def named(schema: Any) -> list[str]:
+        return [str(o) for o in _enum_options(schema) if _names(o, lowered, words)]
+
+    return named
 
 
 def _held_to_named(schema: Mapping[str, Any], named: list[str]) -> Mapping[str, Any]:
@@ -195,10 +201,11 @@ def with_value_conventions(
     parameters to whole amounts (module docstring;
     copies: a tool none of them touches is passed as it is)."""
     tools = with_fraction_rates(messages, tools)
+    named = _options_named_by(messages)
     tools = rewrite_parameters(
         tools,
-        parameters_matching(tools, lambda _, schema: bool(named_options(messages, schema))),
-        lambda schema: _held_to_named(schema, named_options(messages, schema)),
+        parameters_matching(tools, lambda _, schema: bool(named(schema))),
+        lambda schema: _held_to_named(schema, named(schema)),
     )
     tools = rewrite_parameters(
         tools, place_parameters(tools), lambda schema: {**schema, "pattern": PLACE_PATTERN}
