@@ -31,6 +31,8 @@ def _objective_text(config: TrainConfig) -> str:
     text = "completion-only causal cross-entropy (prompt tokens masked)"
     if config.key_weight != 1.0:
         text += f"; a call's keys and value-ending , / }} / ] weigh {config.key_weight:g}"
+    if config.pack:
+        text += "; the rows that share a prompt prefix packed into one forward over their trie"
     return text
 
 

@@ -74,6 +74,12 @@ class TrainConfig:
     ``None`` (auto): per example on CPU, where it measured ~20 % faster than padded batches
     of 4 for SmolLM2-135M at ~370 tokens; batched on GPUs.
     """
+    pack: bool = False
+    """Train rows that share a prompt prefix in one forward over their token trie (tree
+    attention mask and positions, :mod:`ooo_agent.train._packing`): each step's rows are drawn
+    a family at a time (the rows of one request together, families in random order) and packed
+    up to ``max_len`` tokens. Same loss per row, a fraction of the compute when rows repeat a
+    long prompt (the sidecar's). Replaces ``group_by_length`` and ``per_example``."""
     num_threads: int | None = None
     """``torch.set_num_threads`` for the run (CPU); ``None`` leaves torch's choice."""
     eval_every: int = 0
@@ -174,7 +180,10 @@ class TrainConfig:
             "group_by_length",
         )
         data = asdict(self)
-        return {k: (list(data[k]) if k == "target_modules" else data[k]) for k in keys}
+        recipe = {k: (list(data[k]) if k == "target_modules" else data[k]) for k in keys}
+        if self.pack:  # only when set, so runs checkpointed before the option still resume
+            recipe["pack"] = True
+        return recipe
 
 
 @dataclass

@@ -38,6 +38,7 @@ from ooo_agent.train._batches import (
     tokenize_rows,
 )
 from ooo_agent.train._checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from ooo_agent.train._packing import Packed, pack_pieces, plan_families, prefix_families, tree_mask
 from ooo_agent.train._progress import TrainProgress
 from ooo_agent.train.card import write_card
 from ooo_agent.train.config import TrainConfig, TrainReport
@@ -182,6 +183,26 @@ def _loss_sum(model: Any, batch: Batch, keep_only: bool) -> tuple[torch.Tensor, 
     return losses.sum(), int((targets != IGNORE_INDEX).sum())
 
 
+def _packed_loss_sum(
+    model: Any, packed: Packed, device: torch.device, dtype: torch.dtype, keep_only: bool
+) -> tuple[torch.Tensor, int]:
+    """:func:`_loss_sum` of the packed examples, in one forward over their trie."""
+    input_ids = torch.tensor([packed.input_ids], device=device)
+    positions = torch.tensor([packed.depths], device=device)
+    mask = tree_mask(packed.parents, dtype).to(device)
+    nodes = torch.tensor([node for node, _, _ in packed.targets], device=device)
+    tokens = torch.tensor([token for _, token, _ in packed.targets], device=device)
+    weights = torch.tensor([weight for _, _, weight in packed.targets], device=device)
+    inputs = {"input_ids": input_ids, "attention_mask": mask, "position_ids": positions}
+    if keep_only:
+        kept, rows = torch.unique(nodes, sorted=True, return_inverse=True)
+        logits = model(**inputs, logits_to_keep=kept, use_cache=False).logits[0, rows]
+    else:
+        logits = model(**inputs, use_cache=False).logits[0, nodes]
+    losses = F.cross_entropy(logits.float(), tokens, reduction="none")
+    return (losses * weights).sum(), len(packed.targets)
+
+
 @torch.no_grad()
 def _evaluate(
     model: Any,
@@ -190,11 +211,22 @@ def _evaluate(
     pad_id: int,
     device: torch.device,
     keep_only: bool,
+    pack: tuple[int, torch.dtype] | None = None,
 ) -> float:
-    """Mean completion-token loss over ``examples``."""
+    """Mean completion-token loss over ``examples`` (``pack``: tries of at most that many
+    tokens, computed in that dtype)."""
     model.eval()
-    order = sorted(range(len(examples)), key=lambda i: len(examples[i].input_ids))
     total, count = 0.0, 0
+    if pack is not None:
+        max_nodes, dtype = pack
+        ordered = sorted(examples, key=lambda ex: ex.input_ids)
+        for packed in pack_pieces(ordered, max_nodes):
+            loss, n = _packed_loss_sum(model, packed, device, dtype, keep_only)
+            total += float(loss)
+            count += n
+        model.train()
+        return total / max(count, 1)
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i].input_ids))
     for start in range(0, len(order), batch_size):
         chunk = [examples[i] for i in order[start : start + batch_size]]
         loss, n = _loss_sum(model, _collate(chunk, pad_id, device), keep_only)
@@ -290,6 +322,8 @@ def train_lora(
     per_example = device.type == "cpu" if config.per_example is None else config.per_example
     eval_batch = 1 if per_example else config.batch_size
     lengths = [len(ex.input_ids) for ex in examples]
+    families = prefix_families(examples) if config.pack else None
+    eval_pack = (config.max_len, dtype) if config.pack else None
 
     step, tokens_seen, elapsed_before = 0, 0, 0.0
     train_history: list[tuple[int, float]] = []
@@ -336,9 +370,12 @@ def train_lora(
         if resumed_from is not None:
             progress.note(f"resumed from {checkpoint} (step {resumed_from}/{total_steps})")
         for epoch in range(config.epochs):
-            batches = plan_epoch(
-                lengths, config.batch_size, config.seed, epoch, config.group_by_length
-            )
+            if families is not None:
+                batches = plan_families(families, config.batch_size, config.seed, epoch)
+            else:
+                batches = plan_epoch(
+                    lengths, config.batch_size, config.seed, epoch, config.group_by_length
+                )
             for index, group in enumerate(accumulation_groups(batches, config.grad_accum)):
                 if epoch * steps_per_epoch + index < step or step >= stop_at:
                     continue  # done before the checkpoint we resumed from (or past max_steps)
@@ -349,13 +386,22 @@ def train_lora(
                 # The loss is summed and divided by the group's token count (its summed weight
                 # under key_weight), so running a micro-batch as single examples gives the
                 # same gradient without padding.
-                pieces = (
-                    [[ex] for b in group_examples for ex in b] if per_example else group_examples
-                )
-                for batch in pieces:
-                    loss, _ = _loss_sum(model, _collate(batch, pad_id, device), keep_only)
-                    (loss / group_weight).backward()  # type: ignore[no-untyped-call]
-                    step_loss += float(loss.detach())
+                if config.pack:
+                    flat = [ex for b in group_examples for ex in b]
+                    for packed in pack_pieces(flat, config.max_len):
+                        loss, _ = _packed_loss_sum(model, packed, device, dtype, keep_only)
+                        (loss / group_weight).backward()  # type: ignore[no-untyped-call]
+                        step_loss += float(loss.detach())
+                else:
+                    pieces = (
+                        [[ex] for b in group_examples for ex in b]
+                        if per_example
+                        else group_examples
+                    )
+                    for batch in pieces:
+                        loss, _ = _loss_sum(model, _collate(batch, pad_id, device), keep_only)
+                        (loss / group_weight).backward()  # type: ignore[no-untyped-call]
+                        step_loss += float(loss.detach())
                 if config.max_grad_norm > 0:
                     torch.nn.utils.clip_grad_norm_(params.values(), config.max_grad_norm)
                 lr = optimizer.param_groups[0]["lr"]
@@ -377,7 +423,9 @@ def train_lora(
                     and step % config.eval_every == 0
                     and step < total_steps
                 ):
-                    value = _evaluate(model, eval_examples, eval_batch, pad_id, device, keep_only)
+                    value = _evaluate(
+                        model, eval_examples, eval_batch, pad_id, device, keep_only, eval_pack
+                    )
                     eval_history.append((step, value))
                     progress.note(f"step {step}: eval loss {value:.4f}")
                 if (
@@ -389,7 +437,7 @@ def train_lora(
                     progress.note(f"checkpoint {path}")
 
     if eval_examples and (not eval_history or eval_history[-1][0] != step):
-        value = _evaluate(model, eval_examples, eval_batch, pad_id, device, keep_only)
+        value = _evaluate(model, eval_examples, eval_batch, pad_id, device, keep_only, eval_pack)
         eval_history.append((step, value))
     model.eval()
     adapter_path = _save_adapter(model, out_dir, _DTYPES[config.save_dtype])
