@@ -168,3 +168,10 @@ def test_a_packed_run_learns_and_resumes_exactly(tmp_path: Path) -> None:
     assert resumed_report.train_history == report.train_history  # the same run, continued
     for name, weight in lora_weights(full).items():
         assert torch.equal(lora_weights(resumed)[name], weight), name
+
+
+def test_packing_refuses_an_attention_that_cannot_take_a_tree_mask(tmp_path: Path) -> None:
+    model = tiny_model()
+    model.config._attn_implementation = "flash_attention_2"  # padding masks only
+    with pytest.raises(ValueError, match="4-D mask"):
+        train_lora(config(tmp_path, pack=True, max_len=128), model, ByteTokenizer(), family_rows(2))

@@ -183,6 +183,21 @@ def _loss_sum(model: Any, batch: Batch, keep_only: bool) -> tuple[torch.Tensor, 
     return losses.sum(), int((targets != IGNORE_INDEX).sum())
 
 
+_TREE_ATTENTION = ("sdpa", "eager")
+"""Attention implementations that take an arbitrary 4-D mask (flash attention takes padding
+masks only, so it cannot express a trie)."""
+
+
+def _check_packable(model: Any) -> None:
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    impl = getattr(getattr(base, "config", None), "_attn_implementation", None)
+    if impl is not None and impl not in _TREE_ATTENTION:
+        raise ValueError(
+            f"pack needs an attention implementation that takes a 4-D mask ({', '.join(_TREE_ATTENTION)}); "
+            f"this model uses {impl!r}: load it with attn_implementation='sdpa', or train without pack"
+        )
+
+
 def _packed_loss_sum(
     model: Any, packed: Packed, device: torch.device, dtype: torch.dtype, keep_only: bool
 ) -> tuple[torch.Tensor, int]:
@@ -319,6 +334,8 @@ def train_lora(
         optimizer, _cosine_with_warmup(warmup, total_steps)
     )
     keep_only = _accepts_logits_to_keep(model)
+    if config.pack:
+        _check_packable(model)
     per_example = device.type == "cpu" if config.per_example is None else config.per_example
     eval_batch = 1 if per_example else config.batch_size
     lengths = [len(ex.input_ids) for ex in examples]
