@@ -193,8 +193,9 @@ def _check_packable(model: Any) -> None:
     impl = getattr(getattr(base, "config", None), "_attn_implementation", None)
     if impl is not None and impl not in _TREE_ATTENTION:
         raise ValueError(
-            f"pack needs an attention implementation that takes a 4-D mask ({', '.join(_TREE_ATTENTION)}); "
-            f"this model uses {impl!r}: load it with attn_implementation='sdpa', or train without pack"
+            "pack needs an attention implementation that takes a 4-D mask "
+            f"({', '.join(_TREE_ATTENTION)}); this model uses {impl!r}: load it with "
+            "attn_implementation='sdpa', or train without pack"
         )
 
 
@@ -231,20 +232,21 @@ def _evaluate(
     """Mean completion-token loss over ``examples`` (``pack``: tries of at most that many
     tokens, computed in that dtype)."""
     model.eval()
-    total, count = 0.0, 0
     if pack is not None:
         max_nodes, dtype = pack
-        ordered = sorted(examples, key=lambda ex: ex.input_ids)
-        for packed in pack_pieces(ordered, max_nodes):
-            loss, n = _packed_loss_sum(model, packed, device, dtype, keep_only)
-            total += float(loss)
-            count += n
-        model.train()
-        return total / max(count, 1)
-    order = sorted(range(len(examples)), key=lambda i: len(examples[i].input_ids))
-    for start in range(0, len(order), batch_size):
-        chunk = [examples[i] for i in order[start : start + batch_size]]
-        loss, n = _loss_sum(model, _collate(chunk, pad_id, device), keep_only)
+        ordered = sorted(examples, key=lambda ex: ex.input_ids)  # a request's rows side by side
+        forwards = (
+            _packed_loss_sum(model, packed, device, dtype, keep_only)
+            for packed in pack_pieces(ordered, max_nodes)
+        )
+    else:
+        by_length = sorted(examples, key=lambda ex: len(ex.input_ids))
+        forwards = (
+            _loss_sum(model, _collate(by_length[i : i + batch_size], pad_id, device), keep_only)
+            for i in range(0, len(by_length), batch_size)
+        )
+    total, count = 0.0, 0
+    for loss, n in forwards:
         total += float(loss)
         count += n
     model.train()
@@ -403,22 +405,19 @@ def train_lora(
                 # The loss is summed and divided by the group's token count (its summed weight
                 # under key_weight), so running a micro-batch as single examples gives the
                 # same gradient without padding.
-                if config.pack:
-                    flat = [ex for b in group_examples for ex in b]
-                    for packed in pack_pieces(flat, config.max_len):
-                        loss, _ = _packed_loss_sum(model, packed, device, dtype, keep_only)
-                        (loss / group_weight).backward()  # type: ignore[no-untyped-call]
-                        step_loss += float(loss.detach())
-                else:
-                    pieces = (
-                        [[ex] for b in group_examples for ex in b]
-                        if per_example
-                        else group_examples
+                flat = [ex for b in group_examples for ex in b]
+                pieces = [[ex] for ex in flat] if per_example else group_examples
+                forwards = (
+                    (
+                        _packed_loss_sum(model, p, device, dtype, keep_only)
+                        for p in pack_pieces(flat, config.max_len)
                     )
-                    for batch in pieces:
-                        loss, _ = _loss_sum(model, _collate(batch, pad_id, device), keep_only)
-                        (loss / group_weight).backward()  # type: ignore[no-untyped-call]
-                        step_loss += float(loss.detach())
+                    if config.pack
+                    else (_loss_sum(model, _collate(b, pad_id, device), keep_only) for b in pieces)
+                )
+                for loss, _ in forwards:  # one forward at a time: each backward frees its graph
+                    (loss / group_weight).backward()  # type: ignore[no-untyped-call]
+                    step_loss += float(loss.detach())
                 if config.max_grad_norm > 0:
                     torch.nn.utils.clip_grad_norm_(params.values(), config.max_grad_norm)
                 lr = optimizer.param_groups[0]["lr"]
