@@ -27,6 +27,7 @@ from ooo_agent.train.sidecar_data import (
     read_requests,
     request_fingerprint,
     sidecar_rows,
+    split_request_files,
     split_requests,
 )
 
@@ -290,6 +291,27 @@ def test_held_out_tail_from_stats_and_no_eval_request_in_training(tmp_path: Path
     assert not {request_fingerprint(i.request) for i in train} & {
         request_fingerprint(i.request) for i in evaluation
     }
+
+
+def test_several_request_files_keep_the_first_files_held_out_set(tmp_path: Path) -> None:
+    first = _write_requests(tmp_path / "a", 6, 2)  # r0..r3 train, r4 r5 held out
+    second = tmp_path / "b" / "requests.jsonl"
+    second.parent.mkdir()
+    # r0 again (the same request), r4 again (held out by the first file), r1 with another
+    # request under its id, a new one, and its own held-out tail r9
+    lines = [_request(0, "q0"), _request(4, "q4"), _request(1, "other"), _request(7, "q7"),
+             _request(9, "q9")]  # fmt: skip
+    second.write_text("".join(r.to_json() + "\n" for r in lines))
+    (second.parent / "stats.json").write_text('{"train_rows": 4, "eval_rows": 1}')
+    train, evaluation = split_request_files([first, second], eval_examples=40, seed=0)
+    assert [i.request.id for i in evaluation] == ["r4", "r5", "r9"]
+    assert [i.request.id for i in train] == ["r0", "r1", "r2", "r3", "r1~1", "r7"]
+    assert [i.request.messages[0]["content"] for i in train][4] == "other"
+    # One file: exactly split_requests.
+    items, held_out = read_requests(first)
+    assert split_request_files([first], eval_examples=40, seed=0) == split_requests(
+        items, held_out=held_out, eval_examples=40, seed=0
+    )
 
 
 def test_mismatched_stats_and_bad_files(tmp_path: Path) -> None:

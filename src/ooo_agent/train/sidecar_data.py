@@ -46,7 +46,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +76,7 @@ __all__ = [
     "read_requests",
     "request_fingerprint",
     "sidecar_rows",
+    "split_request_files",
     "split_requests",
 ]
 
@@ -266,6 +267,51 @@ def split_requests(
         evaluation, train = shuffled[:eval_examples], shuffled[eval_examples:]
     seen = {request_fingerprint(item.request) for item in evaluation}
     return [i for i in train if request_fingerprint(i.request) not in seen], evaluation
+
+
+def split_request_files(
+    paths: Sequence[str | os.PathLike[str]], *, eval_examples: int, seed: int
+) -> tuple[list[LabelledRequest], list[LabelledRequest]]:
+    """``(train, eval)`` of several ``requests.jsonl`` files, each split as
+    :func:`split_requests` splits it (its own held-out tail when its ``stats.json`` gives one).
+
+    The evaluation requests are the files' held-out ones in file order (the first file's come
+    first, so a caller taking the first N keeps that file's held-out set); no request held out
+    by any file is trained on. A request an earlier file already gave (same conversation and
+    tools) is taken once; a later file's request whose id an earlier file used for another
+    request gets ``~K`` appended (K: the file's position), so ids stay unique. One file: exactly
+    :func:`split_requests`.
+    """
+    parts: list[tuple[list[LabelledRequest], list[LabelledRequest]]] = []
+    for path in paths:
+        items, held_out = read_requests(path)
+        parts.append(
+            split_requests(items, held_out=held_out, eval_examples=eval_examples, seed=seed)
+        )
+    held = {request_fingerprint(i.request) for _, evaluation in parts for i in evaluation}
+    seen_before: set[str] = set()
+    ids: dict[str, str] = {}
+    train: list[LabelledRequest] = []
+    evaluation_all: list[LabelledRequest] = []
+    for position, (part_train, part_eval) in enumerate(parts):
+        mine: set[str] = set()
+        kept_eval: list[LabelledRequest] = []
+        kept_train: list[LabelledRequest] = []
+        for bucket, out in ((part_eval, kept_eval), (part_train, kept_train)):
+            for item in bucket:
+                key = request_fingerprint(item.request)
+                if key in seen_before or (out is kept_train and key in held):
+                    continue
+                mine.add(key)
+                owner = ids.setdefault(item.request.id, key)
+                if owner != key and position > 0:
+                    renamed = replace(item.request, id=f"{item.request.id}~{position}")
+                    item = replace(item, request=renamed)
+                out.append(item)
+        seen_before |= mine
+        evaluation_all.extend(kept_eval)
+        train.extend(kept_train)
+    return train, evaluation_all
 
 
 def _token_count(tokenizer: Any, text: str) -> int:
@@ -489,7 +535,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m ooo_agent.train.sidecar_data", description=__doc__.split("\n\n")[0]
     )
-    parser.add_argument("--requests", default="runs/target-data/requests.jsonl")
+    parser.add_argument(
+        "--requests",
+        nargs="+",
+        default=["runs/target-data/requests.jsonl"],
+        help="one or more requests.jsonl files (python -m ooo_agent.train.data); with several, "
+        "the first file's held-out requests are the evaluation set and no file's held-out "
+        "request is trained on",
+    )
     parser.add_argument("--target-adapter", required=True, help="the target's LoRA adapter folder")
     parser.add_argument("--base", default="smollm2-135m-instruct", help="embedded name or folder")
     parser.add_argument("--out", required=True, help="output folder")
@@ -569,10 +622,10 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.limit is not None and args.limit < 1:
         raise ValueError("--limit must be at least 1")
-    items, held_out = read_requests(args.requests)
-    train, evaluation = split_requests(
-        items, held_out=held_out, eval_examples=args.eval_examples, seed=args.seed
+    train, evaluation = split_request_files(
+        args.requests, eval_examples=args.eval_examples, seed=args.seed
     )
+    items = [*evaluation, *train]
     if not args.no_decontaminate:
         # Split first, filter after: the held-out tail stays the target's held-out requests.
         banned = evaluation_function_names(args.cache_dir)
