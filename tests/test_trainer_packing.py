@@ -16,7 +16,6 @@ from tests.test_trainer import ByteTokenizer, config, lora_weights, tiny_model  
 from ooo_agent.train import train_lora  # noqa: E402
 from ooo_agent.train._batches import tokenize_rows  # noqa: E402
 from ooo_agent.train._packing import (  # noqa: E402
-    pack_examples,
     pack_pieces,
     plan_families,
     prefix_families,
@@ -52,7 +51,7 @@ def test_the_trie_shares_the_prefix_and_keeps_every_target() -> None:
         {"prompt": "abcZ", "completion": "v<eot>"},  # the same prompt, another answer
     ]
     examples, _ = tokenize_rows(rows, ByteTokenizer(), max_len=64)
-    packed = pack_examples(examples)
+    (packed,) = pack_pieces(examples, max_nodes=10**6)
     # a, b, c once; X y <eot>; Z then w <eot> and v <eot>
     assert len(packed.input_ids) == 3 + 3 + 1 + 2 + 2
     assert packed.rows == 3

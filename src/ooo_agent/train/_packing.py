@@ -30,7 +30,6 @@ from ooo_agent.train._batches import Example
 
 __all__ = [
     "Packed",
-    "pack_examples",
     "pack_pieces",
     "plan_families",
     "prefix_families",
@@ -106,15 +105,6 @@ class _Trie:
         )
 
 
-def pack_examples(examples: Sequence[Example]) -> Packed:
-    """All of ``examples`` in one trie (no size limit)."""
-    trie = _Trie()
-    for example in examples:
-        _check_packable(example)
-        trie.insert(example)
-    return trie.packed()
-
-
 def pack_pieces(examples: Sequence[Example], max_nodes: int) -> list[Packed]:
     """``examples`` in order, packed greedily into tries of at most ``max_nodes`` tokens (an
     example longer than that alone gets a trie of its own). Consecutive examples that share
@@ -122,7 +112,7 @@ def pack_pieces(examples: Sequence[Example], max_nodes: int) -> list[Packed]:
     pieces: list[Packed] = []
     trie = _Trie()
     for example in examples:
-        _check_packable(example)
+        _check_prompt(example)
         if trie.rows and len(trie.ids) + trie.new_nodes(example.input_ids) > max_nodes:
             pieces.append(trie.packed())
             trie = _Trie()
@@ -132,7 +122,7 @@ def pack_pieces(examples: Sequence[Example], max_nodes: int) -> list[Packed]:
     return pieces
 
 
-def _check_packable(example: Example) -> None:
+def _check_prompt(example: Example) -> None:
     if example.prompt_len < 1:
         raise ValueError("a packed example needs at least one prompt token")
 
