@@ -174,3 +174,34 @@ def test_packing_refuses_an_attention_that_cannot_take_a_tree_mask(tmp_path: Pat
     model.config._attn_implementation = "flash_attention_2"  # padding masks only
     with pytest.raises(ValueError, match="4-D mask"):
         train_lora(config(tmp_path, pack=True, max_len=128), model, ByteTokenizer(), family_rows(2))
+
+
+def _tokens_per_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, pack: bool) -> list[int]:
+    """The ``tokens`` each optimizer step reports to the progress display, one epoch."""
+    from ooo_agent.train._progress import TrainProgress
+
+    counted: list[int] = []
+    original = TrainProgress.step
+
+    def record(self: TrainProgress, step: int, loss: float, lr: float, tokens: int) -> None:
+        counted.append(tokens)
+        original(self, step, loss, lr, tokens)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(TrainProgress, "step", record)
+        cfg = config(tmp_path / str(pack), epochs=1, pack=pack, max_len=128)
+        train_lora(cfg, tiny_model(), ByteTokenizer(), family_rows(4))
+    return counted
+
+
+def test_progress_counts_the_tokens_each_step_puts_through_the_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    examples, _ = tokenize_rows(family_rows(4), ByteTokenizer(), 128)
+    rows_tokens = sum(len(ex.input_ids) for ex in examples)
+    unpacked = _tokens_per_step(tmp_path, monkeypatch, pack=False)
+    packed = _tokens_per_step(tmp_path, monkeypatch, pack=True)
+    assert len(unpacked) == len(packed) == 3
+    assert sum(unpacked) == rows_tokens  # one forward per row: every row's tokens
+    # Packed, a request's three rows share their prompt: fewer tokens, never under a third.
+    assert rows_tokens / 3 < sum(packed) < 0.8 * rows_tokens, (packed, rows_tokens)

@@ -84,7 +84,8 @@ class TrainProgress:
             self._progress.stop()
 
     def step(self, step: int, loss: float, lr: float, tokens: int) -> None:
-        """Record one finished optimizer step that processed ``tokens`` (non-pad) tokens."""
+        """Record one finished optimizer step that put ``tokens`` tokens through the model
+        (padding left out; a packed trie's shared prefix counted once)."""
         self._tokens += tokens
         elapsed = time.perf_counter() - self._started
         done = step - self.start_step

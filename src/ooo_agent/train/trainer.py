@@ -407,13 +407,17 @@ def train_lora(
                 # same gradient without padding.
                 flat = [ex for b in group_examples for ex in b]
                 pieces = [[ex] for ex in flat] if per_example else group_examples
+                packs = pack_pieces(flat, config.max_len) if config.pack else []
                 forwards = (
-                    (
-                        _packed_loss_sum(model, p, device, dtype, keep_only)
-                        for p in pack_pieces(flat, config.max_len)
-                    )
+                    (_packed_loss_sum(model, p, device, dtype, keep_only) for p in packs)
                     if config.pack
                     else (_loss_sum(model, _collate(b, pad_id, device), keep_only) for b in pieces)
+                )
+                # Tokens through the model: a packed trie counts a shared prefix once.
+                forwarded = (
+                    sum(len(p.input_ids) for p in packs)
+                    if config.pack
+                    else sum(len(ex.input_ids) for ex in flat)
                 )
                 for loss, _ in forwards:  # one forward at a time: each backward frees its graph
                     (loss / group_weight).backward()  # type: ignore[no-untyped-call]
@@ -428,9 +432,7 @@ def train_lora(
                 tokens_seen += group_tokens
                 mean_loss = step_loss / group_weight
                 train_history.append((step, mean_loss))
-                progress.step(
-                    step, mean_loss, lr, sum(len(ex.input_ids) for b in group_examples for ex in b)
-                )
+                progress.step(step, mean_loss, lr, forwarded)
                 if on_step is not None:
                     on_step(step, mean_loss)
                 if (
