@@ -406,19 +406,16 @@ def train_lora(
                 # under key_weight), so running a micro-batch as single examples gives the
                 # same gradient without padding.
                 flat = [ex for b in group_examples for ex in b]
-                pieces = [[ex] for ex in flat] if per_example else group_examples
-                packs = pack_pieces(flat, config.max_len) if config.pack else []
-                forwards = (
-                    (_packed_loss_sum(model, p, device, dtype, keep_only) for p in packs)
-                    if config.pack
-                    else (_loss_sum(model, _collate(b, pad_id, device), keep_only) for b in pieces)
-                )
-                # Tokens through the model: a packed trie counts a shared prefix once.
-                forwarded = (
-                    sum(len(p.input_ids) for p in packs)
-                    if config.pack
-                    else sum(len(ex.input_ids) for ex in flat)
-                )
+                if config.pack:
+                    packs = pack_pieces(flat, config.max_len)
+                    forwarded = sum(len(p.input_ids) for p in packs)  # a shared prefix once
+                    forwards = (_packed_loss_sum(model, p, device, dtype, keep_only) for p in packs)
+                else:
+                    pieces = [[ex] for ex in flat] if per_example else group_examples
+                    forwarded = sum(len(ex.input_ids) for ex in flat)
+                    forwards = (
+                        _loss_sum(model, _collate(b, pad_id, device), keep_only) for b in pieces
+                    )
                 for loss, _ in forwards:  # one forward at a time: each backward frees its graph
                     (loss / group_weight).backward()  # type: ignore[no-untyped-call]
                     step_loss += float(loss.detach())
