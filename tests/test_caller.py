@@ -201,13 +201,20 @@ async def test_sidecar_timeout_is_recorded() -> None:
 
 
 async def test_no_threads_or_tasks_leak_after_many_calls() -> None:
+    import asyncio
+
     before = threading.active_count()
-    caller = FastToolCaller(SpeculativeReplay([CALL], steps=1, step_s=0.0), ScriptedSidecar("ok", delay=1.0))
+    tasks_before = len(asyncio.all_tasks())
+    sidecar = ScriptedSidecar("ok", delay=1.0)
+    caller = FastToolCaller(SpeculativeReplay([CALL], steps=1, step_s=0.0), sidecar)
     for _ in range(5):
         result = await caller.call([], [add, slow_echo])
         assert result.stats.sidecar.status == "late"
     await anyio.sleep(0.05)
-    # anyio's worker threads are pooled; at most a couple may be kept idle.
+    # Every late wave was cancelled, no task outlives its call, and anyio's worker threads
+    # are pooled: at most a couple may be kept idle.
+    assert sidecar.cancelled == 5
+    assert len(asyncio.all_tasks()) == tasks_before
     assert threading.active_count() <= before + 2
 
 

@@ -117,15 +117,21 @@ def test_a_hint_in_the_targets_own_words_is_accepted(target: HFTarget, reference
     text = target.codec.decode(reference[prompt])
     box = HintBox()
     request = TargetRequest([{"role": "user", "content": prompt}], TOOLS, mode="ooo", max_new_tokens=32, hint_box=box)
-    plain = target.generate_sync(TargetRequest(request.messages, TOOLS, mode="toolspec", max_new_tokens=32))
+    # Fresh targets over the same weights: the module's target has this output in its retrieval
+    # memory already, which would make the toolspec baseline cheap for reasons of its own.
+    plain = HFTarget(target.model, target.tokenizer, "hermes", node_budget=24).generate_sync(
+        TargetRequest(request.messages, TOOLS, mode="toolspec", max_new_tokens=32)
+    )
+    fresh = HFTarget(target.model, target.tokenizer, "hermes", node_budget=24)
     # The random model writes no call, so the hint text itself is the n-gram context that helps:
     # put the exact output in a slot value so the rendered hint contains it.
     box.set_function("get_weather")
     box.set_slot("city", text)
     box.finish()
-    out = target.generate_sync(request)
+    out = fresh.generate_sync(request)
     assert out.token_ids == reference[prompt] == plain.token_ids
-    assert out.stats.forward_passes <= plain.stats.forward_passes
+    assert out.stats.accepted_by_drafter.get("hint", 0) > 0
+    assert out.stats.forward_passes < plain.stats.forward_passes
 
 
 class Faulty:
@@ -234,3 +240,4 @@ async def test_the_hint_follows_the_tool_the_embedded_target_writes() -> None:
     result = await FastToolCaller(real, WrongGuess(), max_new_tokens=64).call(messages, TOOLS, dispatch=False)
     assert result.raw_text == plain.raw_text
     assert result.stats.sidecar.status == "ok" and result.stats.sidecar.function_from_target
+

@@ -33,7 +33,10 @@ def test_wave_benchmark_reports_every_configuration(tmp_path: Path) -> None:
     assert (parallel["schedule"], first["schedule"]) == ("parallel", "function-first")
     assert parallel["requests"] == first["requests"] == 2
     assert parallel["same_hint"] == 2  # the reference configuration agrees with itself
-    assert 0 <= first["same_hint"] <= 2
+    # The schedule only decides which rows run, so the report counts both requests as agreeing
+    # (the random model names no tool, so both hints are empty here; a scripted model's
+    # non-empty hint is compared across schedules in test_sidecar_openai.py).
+    assert first["same_hint"] == 2
     # Every row of six tools in one batch, against the index row plus at most one tool's rows.
     assert parallel["rows"] > first["rows"] >= 1
     assert parallel["wave_s"] > 0 and first["wave_s"] > 0

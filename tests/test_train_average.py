@@ -70,9 +70,28 @@ def test_weights_and_truncated_rank(tmp_path: Path) -> None:
     one, avg = _merged_state(first), _merged_state(out)
     for key, value in one.items():
         assert torch.allclose(avg[key], value, atol=2e-3), key
-    # Rank 1 of two rank-2 updates: a different (truncated) model, same file layout.
-    low = average_adapters(tiny_model(), [first, second], tmp_path / "low", rank=1)
+    # Rank 1 of two rank-2 updates: the best rank-1 approximation of the mean update (its top
+    # singular component), same file layout.
+    low = average_adapters(
+        tiny_model(), [first, second], tmp_path / "low", rank=1, save_dtype="float32"
+    )
     assert json.loads((low / "adapter_config.json").read_text())["r"] == 1
+    base = {k: v.detach().clone() for k, v in tiny_model().state_dict().items()}
+    two, truncated = _merged_state(second), _merged_state(low)
+    checked = 0
+    for key, value in base.items():
+        mean = 0.5 * (one[key] - value) + 0.5 * (two[key] - value)
+        if not mean.any():
+            assert torch.equal(truncated[key], value), key
+            continue
+        u, s, vh = torch.linalg.svd(mean.double(), full_matrices=False)
+        best = (s[0] * torch.outer(u[:, 0], vh[0])).to(mean.dtype)
+        delta = truncated[key] - value
+        assert torch.linalg.matrix_rank(delta.double(), rtol=1e-4) == 1, key
+        assert torch.allclose(delta, best, atol=1e-4), key
+        assert not torch.allclose(delta, mean, atol=1e-3), key  # truncation changed it
+        checked += 1
+    assert checked == 2 * len(_MODULES)
 
 
 def test_bad_requests_are_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
