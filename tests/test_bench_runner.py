@@ -331,3 +331,36 @@ async def test_a_record_keeps_the_sidecar_hint(setup: tuple[Path, Path]) -> None
         "arguments": {"city": "Paris"},
     }
 
+
+def test_tree_size_options_reach_every_speculative_target_and_stay_lossless(
+    setup: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ooo_agent.targets.hf import HFTarget
+
+    model_dir, _ = setup
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    runners = bench_runner.build_runners(
+        model, tokenizer, modes=["vanilla", "toolspec"], node_budget=5, max_draft_tokens=3
+    )
+    for runner in runners.values():
+        target = runner.recorder.inner
+        assert isinstance(target, HFTarget)
+        assert (target.node_budget, target.max_draft_tokens) == (5, 3)
+    plain = bench_runner.build_runners(model, tokenizer, modes=["toolspec"])["toolspec"]
+    default = HFTarget(model, tokenizer)
+    assert isinstance(plain.recorder.inner, HFTarget)
+    assert plain.recorder.inner.node_budget == default.node_budget
+    assert plain.recorder.inner.max_draft_tokens == default.max_draft_tokens
+
+    out = tmp_path / "out"
+    extra = ("--sidecar", "none", "--modes", "vanilla,toolspec")
+    assert _bench(setup, out, *extra, "--node-budget", "2", "--max-draft-tokens", "2") == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["settings"]["node_budget"], summary["settings"]["max_draft_tokens"]) == (2, 2)
+    assert {m["mode"]: m for m in summary["modes"]}["toolspec"]["identity"] == 1.0
+    with pytest.raises(SystemExit):
+        _bench(setup, tmp_path / "bad", *extra, "--node-budget", "0")
+    assert "at least 1" in capsys.readouterr().err

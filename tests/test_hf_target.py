@@ -135,3 +135,5 @@ def test_bad_requests_get_clear_errors(target: HFTarget) -> None:
         target.generate_sync(_request("turbo"))
     with pytest.raises(ValueError, match="node_budget"):
         HFTarget(target.model, target.tokenizer, node_budget=-1)
+    with pytest.raises(ValueError, match="max_draft_tokens"):
+        HFTarget(target.model, target.tokenizer, max_draft_tokens=-1)

@@ -241,3 +241,61 @@ async def test_the_hint_follows_the_tool_the_embedded_target_writes() -> None:
     assert result.raw_text == plain.raw_text
     assert result.stats.sidecar.status == "ok" and result.stats.sidecar.function_from_target
 
+
+BOOK = [
+    {
+        "type": "function",
+        "function": {
+            "name": "book_flight",
+            "description": "Book a flight.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "origin": {"type": "string", "description": "Departure city."},
+                    "destination": {"type": "string", "description": "Arrival city."},
+                    "date": {"type": "string", "description": "Departure date, YYYY-MM-DD."},
+                    "passengers": {"type": "integer", "description": "Number of passengers."},
+                },
+                "required": ["origin", "destination", "date", "passengers"],
+            },
+        },
+    }
+]
+
+
+@pytest.mark.slow
+def test_a_whole_call_longer_than_32_tokens_is_verified_in_one_forward() -> None:
+    """With the default tree (64 nodes, 64-token drafts) a right hint for a ~60-token call is
+    accepted in the first decode step: prefill + 1 forward; a 32-node tree needs a second."""
+    import json
+
+    from ooo_agent.decoding.planner import DEFAULT_PRIORS, AcceptanceRates
+    from ooo_agent.errors import ModelNotAvailableError
+    from ooo_agent.models import load_preset, target_format
+
+    try:
+        model, tokenizer = load_preset("smollm2-135m-toolcall", merge=True)
+    except ModelNotAvailableError as exc:
+        pytest.skip(f"embedded tool-calling adapter not available: {exc}")
+    fmt = target_format("smollm2-135m-toolcall")
+    messages = [{"role": "user", "content": "Book a flight from San Francisco to New York City on 2025-03-14 for 2 passengers."}]
+    reference = HFTarget(model, tokenizer, fmt).generate_sync(TargetRequest(messages, BOOK, mode="vanilla", max_new_tokens=96))
+    call = json.loads(reference.text.split("<tool_call>")[1].split("</tool_call>")[0])
+    assert 32 < len(reference.token_ids) <= 64, reference.text
+
+    def hinted(target: HFTarget) -> Any:
+        # The acceptance rates a target learns over a few right hints (a fresh target's prior
+        # would stop the chain earlier, whatever the budget).
+        target.rates = AcceptanceRates({**DEFAULT_PRIORS, "hint": (0.95, 0.99)})
+        box = HintBox()
+        box.set_function(call["name"])
+        for key, value in call["arguments"].items():
+            box.set_slot(key, value)
+        box.finish()
+        return target.generate_sync(TargetRequest(messages, BOOK, mode="ooo", max_new_tokens=96, hint_box=box))
+
+    default = hinted(HFTarget(model, tokenizer, fmt))
+    small = hinted(HFTarget(model, tokenizer, fmt, node_budget=32, max_draft_tokens=32))
+    assert default.token_ids == small.token_ids == reference.token_ids
+    assert default.stats.forward_passes == 2
+    assert small.stats.forward_passes >= 3

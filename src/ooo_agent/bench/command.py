@@ -47,6 +47,16 @@ def _modes(text: str) -> list[str]:
 DTYPES: tuple[str, ...] = ("auto", "float32", "bfloat16", "float16")
 
 
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1; got {text!r}")
+    return value
+
+
 def _device(text: str) -> str:
     """``auto``, ``cpu``, ``cuda`` or ``cuda:N`` (whether CUDA exists is checked at run time)."""
     name = text.strip().lower()
@@ -207,6 +217,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="prefill every prompt in full (the hf-pld baseline always does)",
     )
     add("--pld-tokens", type=int, default=10, help="hf-pld: prompt_lookup_num_tokens")
+    add(
+        "--node-budget",
+        type=_positive,
+        default=None,
+        help="the most tokens one verification tree holds, in every speculative mode "
+        "(default: the target's own)",
+    )
+    add(
+        "--max-draft-tokens",
+        type=_positive,
+        default=None,
+        help="the longest draft one drafter proposes (the sidecar's hint included; default: "
+        "the target's own)",
+    )
     add("--sidecar-timeout", type=float, default=30.0)
     add("--note", default="", help="free text stored with the results (e.g. machine load)")
     sub = parser.add_subparsers(dest="bench_command", metavar="{engine}")
@@ -378,7 +402,8 @@ async def _run(args: argparse.Namespace) -> int:
             loaded.model, loaded.tokenizer, modes=modes, fmt=args.format, sidecar=choice.sidecar,
             threads=args.threads, prefix_reuse=not args.no_prefix_reuse,
             max_new_tokens=args.max_new_tokens, sidecar_timeout=args.sidecar_timeout,
-            pld_tokens=args.pld_tokens, **constraint_options(args),
+            pld_tokens=args.pld_tokens, node_budget=args.node_budget,
+            max_draft_tokens=args.max_draft_tokens, **constraint_options(args),
         )  # fmt: skip
         schedule = [(item, True) for item in warmups] + [(item, False) for item in measured]
         with Progress(
@@ -430,6 +455,8 @@ async def _run(args: argparse.Namespace) -> int:
         "settings": {
             "device": args.device,
             "dtype": args.dtype,
+            "node_budget": args.node_budget,
+            "max_draft_tokens": args.max_draft_tokens,
             "sidecar_device": choice.placement[0] if choice.placement else None,
             "sidecar_dtype": choice.placement[1] if choice.placement else None,
             "sidecar_schedule": getattr(choice.sidecar, "schedule", None),

@@ -103,6 +103,8 @@ def build_runners(
     constrain_arguments: bool = False,
     constrain_mentioned: bool = False,
     constrain_values: bool = False,
+    node_budget: int | None = None,
+    max_draft_tokens: int | None = None,
 ) -> dict[str, ModeRunner]:
     """A :class:`ModeRunner` per mode, all over ``model`` (one target instance each).
 
@@ -111,9 +113,11 @@ def build_runners(
     / ``constrain_values``: every ``HFTarget`` mode decodes with the function-name /
     well-formed-call / arguments-follow-the-schema / named-optional-parameters-too /
     value-conventions-too constraint (``hf-pld``, transformers' own loop, cannot).
+    ``node_budget`` / ``max_draft_tokens``: every ``HFTarget`` mode's tree size and draft length
+    (``None``: ``HFTarget``'s defaults).
     """
     from ooo_agent.bench.baselines import PromptLookupTarget
-    from ooo_agent.targets.hf import HFTarget
+    from ooo_agent.targets.hf import DEFAULT_MAX_DRAFT_TOKENS, DEFAULT_NODE_BUDGET, HFTarget
 
     unknown = [m for m in modes if m not in BENCH_MODES]
     if unknown:
@@ -147,6 +151,10 @@ def build_runners(
                 constrain_arguments=constrain_arguments,
                 constrain_mentioned=constrain_mentioned,
                 constrain_values=constrain_values,
+                node_budget=DEFAULT_NODE_BUDGET if node_budget is None else node_budget,
+                max_draft_tokens=(
+                    DEFAULT_MAX_DRAFT_TOKENS if max_draft_tokens is None else max_draft_tokens
+                ),
             )
             call_mode = "ooo" if name == "ooo" else "toolspec" if name == "toolspec" else "vanilla"
         if wrap is not None:

@@ -42,7 +42,12 @@ if TYPE_CHECKING:
     from ooo_agent.formats.base import CallSkeleton, ChatFormat
     from ooo_agent.sidecar.base import Hint
 
-__all__ = ["HFTarget"]
+__all__ = ["DEFAULT_MAX_DRAFT_TOKENS", "DEFAULT_NODE_BUDGET", "HFTarget"]
+
+DEFAULT_NODE_BUDGET = 64
+"""Tree nodes one verification step holds at most (``HFTarget(node_budget=...)``)."""
+DEFAULT_MAX_DRAFT_TOKENS = 64
+"""The longest draft one drafter proposes (``HFTarget(max_draft_tokens=...)``)."""
 
 
 class HFTarget:
@@ -51,7 +56,11 @@ class HFTarget:
     ``num_threads`` sets torch's intra-op threads (process-wide) when given.
     ``prefix_reuse`` keeps the previous call's KV cache and prefills only the new part of a
     prompt that shares its start (same system prompt and tools). ``node_budget`` caps drafted
-    tree nodes per step and ``min_gain`` drops nodes less likely than this to be accepted.
+    tree nodes per step, ``max_draft_tokens`` each drafter's draft (the sidecar's hint
+    included), and ``min_gain`` drops nodes less likely than this to be accepted. Both caps are
+    64: a whole call of up to 64 tokens — most of BFCL's — is verified in one forward once its
+    hint is in, and a 64-token verification costs a CPU about 30 % more than a 32-token
+    one (docs/benchmarks.md §2.0zzzzzzz).
     The retrieval memory keeps ``memory_size`` earlier outputs of this instance.
     ``constrain_names`` restricts every call's function name to the offered tools during
     decoding, ``constrain_json`` keeps every call's text a well-formed call,
@@ -75,9 +84,9 @@ class HFTarget:
         *,
         num_threads: int | None = None,
         prefix_reuse: bool = True,
-        node_budget: int = 32,
+        node_budget: int = DEFAULT_NODE_BUDGET,
         min_gain: float = 0.05,
-        max_draft_tokens: int = 32,
+        max_draft_tokens: int = DEFAULT_MAX_DRAFT_TOKENS,
         memory_size: int = 256,
         memory_top_k: int = 10,
         recycling: bool = True,
@@ -102,6 +111,8 @@ class HFTarget:
             torch.set_num_threads(num_threads)
         if node_budget < 0:
             raise ValueError("node_budget must be >= 0")
+        if max_draft_tokens < 0:
+            raise ValueError("max_draft_tokens must be >= 0")
         self.model = model.eval()
         self.tokenizer = tokenizer
         self._format = get_format(format)
