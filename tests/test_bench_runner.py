@@ -136,6 +136,19 @@ def test_whole_command_all_modes(
     assert speedup["low"] <= speedup["point"] <= speedup["high"]
     assert summary["settings"]["prefix_reuse"] is True
     assert summary["identity_failures"] == []
+    # What each speculative mode's target learned of its drafters (vanilla drafts nothing,
+    # hf-pld is transformers' own loop).
+    rates = summary["acceptance_rates"]
+    assert set(rates) == {"toolspec", "ooo"}
+    for learned in rates.values():
+        assert set(learned) == {"first", "next"}
+        seen = [r["seen"] for table in learned.values() for r in table.values()]
+        assert seen and all(n >= 0 for n in seen) and sum(seen) > 0
+        assert all(0 <= r["rate"] <= 1 for table in learned.values() for r in table.values())
+    from ooo_agent.targets.hf import DEFAULT_MAX_DRAFT_TOKENS, DEFAULT_NODE_BUDGET
+
+    assert summary["settings"]["node_budget"] == DEFAULT_NODE_BUDGET  # the effective values
+    assert summary["settings"]["max_draft_tokens"] == DEFAULT_MAX_DRAFT_TOKENS
     assert (out / "report.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -257,3 +257,14 @@ def test_acceptance_rates_learn_from_verdicts() -> None:
         planner.observe(_context([0]), tree, [0])  # first token always rejected
     assert rates.first("ngram") < 0.25
     assert rates.next("ngram") == pytest.approx(0.5)  # never had a chance
+    snapshot = rates.snapshot()
+    assert snapshot["first"]["ngram"] == {"rate": round(rates.first("ngram"), 4), "seen": 8}
+    assert snapshot["next"]["ngram"] == {"rate": 0.5, "seen": 0}  # the prior alone
+
+
+def test_a_fresh_target_drafts_a_whole_64_token_hint() -> None:
+    """The hint's prior keeps every node of a 64-token hint above ``min_gain``: a fresh
+    target's first call can verify a whole call in one step."""
+    hint = TokenDraft(tuple(range(1, 65)), "hint")
+    tree = DraftPlanner([Fixed([hint])], budget=64).build(0, [hint])
+    assert len(tree) - 1 == 64

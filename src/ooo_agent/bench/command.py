@@ -345,7 +345,8 @@ async def _run(args: argparse.Namespace) -> int:
         running_means,
         timestamp,
     )
-    from ooo_agent.targets.hf import HFTarget
+    from ooo_agent.decoding.planner import AcceptanceRates
+    from ooo_agent.targets.hf import DEFAULT_MAX_DRAFT_TOKENS, DEFAULT_NODE_BUDGET, HFTarget
 
     console = Console(stderr=True, soft_wrap=True)
     started = timestamp()
@@ -455,8 +456,10 @@ async def _run(args: argparse.Namespace) -> int:
         "settings": {
             "device": args.device,
             "dtype": args.dtype,
-            "node_budget": args.node_budget,
-            "max_draft_tokens": args.max_draft_tokens,
+            "node_budget": DEFAULT_NODE_BUDGET if args.node_budget is None else args.node_budget,
+            "max_draft_tokens": (
+                DEFAULT_MAX_DRAFT_TOKENS if args.max_draft_tokens is None else args.max_draft_tokens
+            ),
             "sidecar_device": choice.placement[0] if choice.placement else None,
             "sidecar_dtype": choice.placement[1] if choice.placement else None,
             "sidecar_schedule": getattr(choice.sidecar, "schedule", None),
@@ -503,6 +506,13 @@ async def _run(args: argparse.Namespace) -> int:
         },
         "notes": [*notes, *([args.note] if args.note else [])],
         "identity_failures": failures,
+        # What each speculative mode's target learned of its drafters over the run.
+        "acceptance_rates": {
+            name: rates.snapshot()
+            for name, runner in runners.items()
+            if isinstance(rates := getattr(runner.recorder.inner, "rates", None), AcceptanceRates)
+            and runner.call_mode != "vanilla"
+        },
     }
     paths = write_report(
         records, summarize(records, seed=args.seed, labels=labels), Path(args.out),
