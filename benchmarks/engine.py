@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 from ooo_agent.targets.base import TargetRequest
-from ooo_agent.targets.hf import HFTarget
+from ooo_agent.targets.hf import DEFAULT_NODE_BUDGET, HFTarget
 
 TOOLS: list[dict[str, Any]] = [
     {
@@ -88,9 +88,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 on a shared box)")
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--repeat", type=int, default=1, help="passes over the prompts")
-    parser.add_argument(
-        "--node-budget", type=int, default=None, help="tree size (default: HFTarget's, 64)"
-    )
+    parser.add_argument("--node-budget", type=int, default=DEFAULT_NODE_BUDGET)
     parser.add_argument("--min-gain", type=float, default=0.05)
     parser.add_argument("--format", default="hermes")
     args = parser.parse_args(argv)
@@ -98,10 +96,14 @@ def main(argv: list[str] | None = None) -> None:
     model, tokenizer = _load(args.model, args.dtype)
     # One target per mode on the same model: each keeps its own prefix cache and retrieval
     # memory, so toolspec never sees vanilla's output for the same request.
-    tree = {} if args.node_budget is None else {"node_budget": args.node_budget}
     targets = {
         mode: HFTarget(
-            model, tokenizer, args.format, num_threads=args.threads, min_gain=args.min_gain, **tree
+            model,
+            tokenizer,
+            args.format,
+            num_threads=args.threads,
+            node_budget=args.node_budget,
+            min_gain=args.min_gain,
         )
         for mode in ("vanilla", "toolspec")
     }
