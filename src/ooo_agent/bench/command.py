@@ -399,12 +399,15 @@ async def _run(args: argparse.Namespace) -> int:
             labels["ooo"] = f"ooo [{choice.label}]"
         for note in notes:
             console.print(f"[yellow]note:[/] {note}")
+        # The tree's effective size: what every speculative mode gets and the summary records.
+        node_budget = DEFAULT_NODE_BUDGET if args.node_budget is None else args.node_budget
+        max_draft = DEFAULT_MAX_DRAFT_TOKENS if args.max_draft_tokens is None else args.max_draft_tokens
         runners = build_runners(
             loaded.model, loaded.tokenizer, modes=modes, fmt=args.format, sidecar=choice.sidecar,
             threads=args.threads, prefix_reuse=not args.no_prefix_reuse,
             max_new_tokens=args.max_new_tokens, sidecar_timeout=args.sidecar_timeout,
-            pld_tokens=args.pld_tokens, node_budget=args.node_budget,
-            max_draft_tokens=args.max_draft_tokens, **constraint_options(args),
+            pld_tokens=args.pld_tokens, node_budget=node_budget, max_draft_tokens=max_draft,
+            **constraint_options(args),
         )  # fmt: skip
         schedule = [(item, True) for item in warmups] + [(item, False) for item in measured]
         with Progress(
@@ -456,10 +459,8 @@ async def _run(args: argparse.Namespace) -> int:
         "settings": {
             "device": args.device,
             "dtype": args.dtype,
-            "node_budget": DEFAULT_NODE_BUDGET if args.node_budget is None else args.node_budget,
-            "max_draft_tokens": (
-                DEFAULT_MAX_DRAFT_TOKENS if args.max_draft_tokens is None else args.max_draft_tokens
-            ),
+            "node_budget": node_budget,
+            "max_draft_tokens": max_draft,
             "sidecar_device": choice.placement[0] if choice.placement else None,
             "sidecar_dtype": choice.placement[1] if choice.placement else None,
             "sidecar_schedule": getattr(choice.sidecar, "schedule", None),
