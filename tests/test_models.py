@@ -286,6 +286,8 @@ def test_sidecar_presets_carry_their_tool_listing() -> None:
     # The upstream adapter was trained on the published listing; a folder gets it too.
     assert sidecar_tool_list("qwen3-0.6b-ooo-sidecar") == "signatures"
     assert sidecar_tool_list("some/folder") == "signatures"
+    # So was the shipped embedded sidecar (its annotated-row epoch was not shipped).
+    assert sidecar_tool_list("smollm2-135m-sidecar") == "signatures"
     for preset in PRESETS.values():
         assert preset.tool_list in TOOL_LISTS
 

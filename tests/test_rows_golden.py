@@ -13,6 +13,7 @@ from ooo_agent.sidecar.rows import (
     assemble_hint,
     build_wave_rows,
     label_rows,
+    parameter_note,
     render_dialogue,
     tool_descriptions,
 )
@@ -251,3 +252,63 @@ def test_described_labels_answer_the_same_and_unknown_listings_fail() -> None:
     assert [r.key for r, _ in plain] == [r.key for r, _ in described]
     with pytest.raises(ValueError, match="tool_list"):
         build_wave_rows(MESSAGES, TOOLS, tool_list="verbose")  # type: ignore[arg-type]
+
+
+# -- the annotated argument rows (WaveOptions.tool_list="annotated") ----------------------------
+
+
+def test_annotated_argument_rows_state_the_parameter_before_the_question() -> None:
+    tools = [
+        _tool(
+            "name0",
+            {
+                "p1": {"type": "string", "description": "The  city,\ne.g. Paris."},
+                "p2": {"type": "integer", "default": 2, "enum": [1, 2, 3]},
+            },
+            required=["p1"],
+        ),
+        _tool("name1", {"q1": {"type": "array", "items": {"type": "string"}}}),
+    ]
+    rows = build_wave_rows(MESSAGES, tools, direct_call=True, tool_list="annotated")
+    by_key = {r.key: r.messages[1]["content"] for r in rows}
+    question = "What is the value for parameter 'p2' of tool [0] name0?"
+    assert by_key["0.p2"] == ARGUMENT_P2_USER.replace(
+        question,
+        "Parameter 'p2' of tool [0] name0: integer, optional, default 2, one of 1, 2, 3.\n\n"
+        + question,
+    )
+    assert "Parameter 'p1' of tool [0] name0: string, required. The city, e.g. Paris.\n\n" in (
+        by_key["0.p1"]
+    )
+    assert "Parameter 'q1' of tool [1] name1: array of string, optional.\n\n" in by_key["1.q1"]
+    # The tool listings are the published ones; every row still shares the dialogue prefix.
+    assert by_key["function"] == FUNCTION_INDEX_USER
+    assert by_key["direct_call"] == DIRECT_CALL_USER
+    assert all(text.startswith(DIALOGUE + "\n\nAvailable tool") for text in by_key.values())
+
+
+def test_parameter_note_of_odd_schemas() -> None:
+    word = "abcdefghi "
+    tool = _tool(
+        "t",
+        {
+            "u": {"type": ["string", "null"]},
+            "long": {"type": "string", "description": word * 30},
+            "many": {"enum": list(range(20))},
+        },
+    )
+    assert parameter_note(tool, "u") == "string or null, optional."
+    long_note = parameter_note(tool, "long")
+    assert long_note.startswith("string, optional. abcdefghi") and long_note.endswith("abcdefghi…")
+    assert parameter_note(tool, "many") == (
+        "any, optional, one of " + ", ".join(str(i) for i in range(12)) + ", …."
+    )
+    assert parameter_note(tool, "absent") == "any, optional."  # never raises
+
+
+def test_annotated_labels_answer_the_same() -> None:
+    call = ("name0", {"p1": "Paris", "p2": 5})
+    plain = label_rows(MESSAGES, TOOLS, call)
+    annotated = label_rows(MESSAGES, TOOLS, call, tool_list="annotated")
+    assert [(r.key, a) for r, a in plain] == [(r.key, a) for r, a in annotated]
+    assert [r.messages for r, _ in plain] != [r.messages for r, _ in annotated]

@@ -177,11 +177,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--sidecar-tool-list",
-        choices=("auto", "signatures", "described"),
+        choices=("auto", "signatures", "described", "annotated"),
         default="auto",
-        help="how the sidecar's function-index and direct-call rows list the tools, as its "
-        "adapter was trained: signatures (the published format) or described (each with its "
-        "description); auto (default): the preset's own, else signatures",
+        help="how the sidecar's rows show the tools, as its adapter was trained: signatures "
+        "(the published format), described (each tool with its description) or annotated "
+        "(each argument row with its parameter's schema); auto (default): the preset's own, "
+        "else signatures",
     )
     add(
         "--sidecar-required-values",

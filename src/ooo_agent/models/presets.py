@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     import torch
 
     from ooo_agent.sidecar._wave import FunctionChoice
+    from ooo_agent.sidecar.rows import ToolList
 
 __all__ = [
     "ADAPTERS_ENV",
@@ -83,9 +84,8 @@ class Preset:
     relevance_weight: float = 0.0
     """Sidecars: how much the request's own words count in a scored tool choice by default
     (``WaveOptions.relevance_weight``)."""
-    tool_list: Literal["signatures", "described"] = "signatures"
-    """Sidecars: how the wave's function-index and direct-call rows list the tools, the format
-    the adapter was trained on (``WaveOptions.tool_list``)."""
+    tool_list: ToolList = "signatures"
+    """Sidecars: how the wave's rows show the tools, the format the adapter was trained on (``WaveOptions.tool_list``)."""
     required_values: bool = False
     """Sidecars: whether a required parameter's row may not answer null by default
     (``WaveOptions.required_values``)."""
@@ -180,7 +180,7 @@ class SidecarDefaults(TypedDict):
 
     function_choice: FunctionChoice
     relevance_weight: float
-    tool_list: Literal["signatures", "described"]
+    tool_list: ToolList
     required_values: bool
     mentioned_values: bool
     typed_values: bool
@@ -211,7 +211,7 @@ def function_choice(spec: str) -> FunctionChoice:
     return sidecar_wave_defaults(spec)["function_choice"]
 
 
-def sidecar_tool_list(spec: str) -> Literal["signatures", "described"]:
+def sidecar_tool_list(spec: str) -> ToolList:
     """How a sidecar named ``spec`` lists the tools by default (:func:`sidecar_wave_defaults`)."""
     return sidecar_wave_defaults(spec)["tool_list"]
 

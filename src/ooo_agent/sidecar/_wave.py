@@ -110,10 +110,11 @@ class WaveOptions:
             shared with the tool's name and description, weighted by their rarity among the
             offered tools). 0 (the default): the sidecar's scores alone. No model call; the
             embedded sidecar's preset uses 2 (docs/benchmarks.md §2.0y).
-        tool_list: how the function-index and direct-call rows list the tools — the format the
-            sidecar model was trained on (:data:`~ooo_agent.sidecar.rows.ToolList`).
-            ``signatures`` (the published format, the upstream adapter's) or ``described``
-            (each tool's description after its signature: the embedded SmolLM2 sidecar).
+        tool_list: how the rows show the tools — the format the sidecar model was trained on
+            (:data:`~ooo_agent.sidecar.rows.ToolList`). ``signatures`` (the published format,
+            the upstream adapter's and the embedded sidecar's), ``described`` (each tool's
+            description after its signature in the function-index and direct-call rows) or
+            ``annotated`` (each argument row states its parameter's schema).
         required_values: the argument row of a *required* parameter may not answer ``null``
             (its first token is never one that starts ``null``): the target writes every
             required argument, so only a value can match it, and the sidecar's likeliest value
@@ -166,7 +167,7 @@ class WaveOptions:
                 "function-index row gives no scores to add it to)"
             )
         if self.tool_list not in TOOL_LISTS:
-            raise ValueError(f"unknown tool_list {self.tool_list!r} (signatures or described)")
+            raise ValueError(f"unknown tool_list {self.tool_list!r} ({', '.join(TOOL_LISTS)})")
 
 
 @dataclass

@@ -32,6 +32,7 @@ __all__ = [
     "direct_call_start",
     "function_index_prompt",
     "label_rows",
+    "parameter_note",
     "parse_function_index",
     "parse_slot_value",
     "render_dialogue",
@@ -43,14 +44,17 @@ SIDECAR_SYSTEM = "You are a helpful assistant. Answer the user's request using t
 
 RowKind = Literal["function_index", "argument_value", "direct_call"]
 
-ToolList = Literal["signatures", "described"]
-"""How the function-index and direct-call rows list the tools. ``signatures``: ``[0] name(p1, p2)``
-(the published format, what the upstream adapter reads). ``described``: each signature followed
-by ``: `` and the tool's description (its first :data:`DESCRIPTION_CHARS` characters, cut at a
-word) — for a small sidecar that cannot tell tools apart by their names alone (the embedded
-SmolLM2 sidecar; docs/benchmarks.md). Argument rows are the same in both."""
+ToolList = Literal["signatures", "described", "annotated"]
+"""How the rows show the tools. ``signatures``: ``[0] name(p1, p2)`` (the published format, what
+the upstream adapter reads). ``described``: each signature followed by ``: `` and the tool's
+description (its first :data:`DESCRIPTION_CHARS` characters, cut at a word) — for a small
+sidecar that cannot tell tools apart by their names alone (docs/benchmarks.md); argument rows as
+published. ``annotated``: the published listing, and each argument row also states its
+parameter's schema before the question (:func:`parameter_note`: type, required or optional,
+default, allowed values, description) — a small sidecar fills a slot from what the slot is,
+not from its name alone."""
 
-TOOL_LISTS: tuple[ToolList, ...] = ("signatures", "described")
+TOOL_LISTS: tuple[ToolList, ...] = ("signatures", "described", "annotated")
 
 DESCRIPTION_CHARS = 200
 
@@ -138,15 +142,49 @@ def tool_signatures(tools: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[
 def tool_descriptions(tools: Sequence[Mapping[str, Any]]) -> list[str]:
     """Each OpenAI tool dict's description, whitespace collapsed and cut to
     :data:`DESCRIPTION_CHARS` characters at a word boundary (``…`` marks a cut)."""
-    descriptions = []
-    for tool in tools:
-        function = loose_function(tool)
-        text = " ".join(str(function.get("description") or "").split())
-        if len(text) > DESCRIPTION_CHARS:
-            cut = text[:DESCRIPTION_CHARS].rsplit(" ", 1)[0] or text[:DESCRIPTION_CHARS]
-            text = cut.rstrip(" ,;:") + "…"
-        descriptions.append(text)
-    return descriptions
+    return [_cut(str(loose_function(tool).get("description") or "")) for tool in tools]
+
+
+def _cut(text: str, limit: int = DESCRIPTION_CHARS) -> str:
+    text = " ".join(text.split())
+    if len(text) > limit:
+        cut = text[:limit].rsplit(" ", 1)[0] or text[:limit]
+        text = cut.rstrip(" ,;:") + "…"
+    return text
+
+
+def _type_name(schema: Mapping[str, Any]) -> str:
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        return " or ".join(str(k) for k in kind)
+    if kind == "array" and isinstance(schema.get("items"), Mapping):
+        return f"array of {_type_name(schema['items'])}"
+    return str(kind) if kind else "any"
+
+
+def parameter_note(tool: Mapping[str, Any], param: str) -> str:
+    """What an ``annotated`` argument row says of ``param`` before asking for its value:
+    ``integer, required. The length of the second side.`` — its JSON type (``array of string``),
+    required or optional, its default and allowed values where the schema gives them, and its
+    description cut to :data:`DESCRIPTION_CHARS` characters."""
+    params = loose_function(tool).get("parameters") or {}
+    properties = params.get("properties") if isinstance(params, Mapping) else None
+    schema = properties.get(param) if isinstance(properties, Mapping) else None
+    schema = schema if isinstance(schema, Mapping) else {}
+    required = params.get("required") if isinstance(params, Mapping) else None
+    parts = [
+        _type_name(schema),
+        "required" if isinstance(required, list) and param in required else "optional",
+    ]
+    if "default" in schema:
+        parts.append("default " + json.dumps(schema["default"], ensure_ascii=False))
+    enum = schema.get("enum")
+    if isinstance(enum, list) and enum:
+        shown = ", ".join(json.dumps(v, ensure_ascii=False) for v in enum[:12])
+        parts.append(f"one of {shown}" + (", …" if len(enum) > 12 else ""))
+    note = ", ".join(parts) + "."
+    description = _cut(str(schema.get("description") or ""))
+    return f"{note} {description}" if description else note
 
 
 def _indexed_tools(
@@ -181,11 +219,16 @@ def function_index_prompt(
 
 
 def argument_prompt(
-    dialogue: str, signatures: Sequence[tuple[str, list[str]]], index: int, param: str
+    dialogue: str,
+    signatures: Sequence[tuple[str, list[str]]],
+    index: int,
+    param: str,
+    note: str | None = None,
 ) -> str:
     name = signatures[index][0]
+    about = f"Parameter '{param}' of tool [{index}] {name}: {note}\n\n" if note else ""
     return (
-        f"{dialogue}\n\nAvailable tool parameters:\n{_indexed_params(signatures)}\n\n"
+        f"{dialogue}\n\nAvailable tool parameters:\n{_indexed_params(signatures)}\n\n{about}"
         f"What is the value for parameter '{param}' of tool [{index}] {name}? "
         "Respond with a compact JSON value, or the literal string null if not applicable."
     )
@@ -221,18 +264,19 @@ def build_wave_rows(
     tool_list: ToolList = "signatures",
 ) -> list[SemanticRow]:
     """The rows of one wave: the function-index row, then one row per (function, parameter)
-    (``tool_list``: how the function-index and direct-call rows list the tools)."""
+    (``tool_list``: how the rows show the tools, :data:`ToolList`)."""
     if tool_list not in TOOL_LISTS:
-        raise ValueError(f"unknown tool_list {tool_list!r} (signatures or described)")
+        raise ValueError(f"unknown tool_list {tool_list!r} ({', '.join(TOOL_LISTS)})")
     dialogue = render_dialogue(messages)
     signatures = tool_signatures(tools)
     descriptions = tool_descriptions(tools) if tool_list == "described" else None
     rows = [_row("function_index", function_index_prompt(dialogue, signatures, descriptions))]
+    annotated = tool_list == "annotated"
     for index, (_, params) in enumerate(signatures):
         for param in params:
-            rows.append(
-                _row("argument_value", argument_prompt(dialogue, signatures, index, param), index, param)
-            )
+            note = parameter_note(tools[index], param) if annotated else None
+            prompt = argument_prompt(dialogue, signatures, index, param, note)
+            rows.append(_row("argument_value", prompt, index, param))
     if direct_call:
         rows.append(_row("direct_call", direct_call_prompt(dialogue, signatures, descriptions)))
     return rows

@@ -39,7 +39,7 @@ from rich.table import Table
 from ooo_agent.errors import DatasetError, ModelNotAvailableError, SidecarError
 from ooo_agent.sidecar._wave import FunctionChoice, WaveOptions, WaveReport
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
-from ooo_agent.sidecar.rows import SemanticRow, ToolList, build_wave_rows
+from ooo_agent.sidecar.rows import TOOL_LISTS, SemanticRow, ToolList, build_wave_rows
 from ooo_agent.train._sidecar_labels import (
     Call,
     LabelledRequest,
@@ -262,10 +262,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--tool-list",
-        choices=("auto", "signatures", "described"),
+        choices=("auto", *TOOL_LISTS),
         default="auto",
-        help="how the function-index and direct-call rows list the tools, as the adapter was "
-        "trained (WaveOptions.tool_list); auto (default): the preset's own, else signatures",
+        help="how the rows show the tools, as the adapter was trained (WaveOptions.tool_list: "
+        "signatures, described or annotated); auto (default): the preset's own, else "
+        "signatures",
     )
     steers = {
         "--required-values": "a required parameter's row may not answer null "
@@ -379,7 +380,7 @@ def wave_fields(args: argparse.Namespace) -> SidecarDefaults:
     elif fields["function_choice"] == "index":
         fields["relevance_weight"] = 0.0  # the function-index row gives no scores to add it to
     if args.tool_list != "auto":
-        fields["tool_list"] = cast(Literal["signatures", "described"], args.tool_list)
+        fields["tool_list"] = cast(ToolList, args.tool_list)
     if args.required_values != "auto":
         fields["required_values"] = args.required_values == "on"
     if args.mentioned_values != "auto":
