@@ -85,7 +85,8 @@ class Preset:
     """Sidecars: how much the request's own words count in a scored tool choice by default
     (``WaveOptions.relevance_weight``)."""
     tool_list: ToolList = "signatures"
-    """Sidecars: how the wave's rows show the tools, the format the adapter was trained on (``WaveOptions.tool_list``)."""
+    """Sidecars: how the wave's rows show the tools, the format the adapter was trained on
+    (``WaveOptions.tool_list``)."""
     required_values: bool = False
     """Sidecars: whether a required parameter's row may not answer null by default
     (``WaveOptions.required_values``)."""

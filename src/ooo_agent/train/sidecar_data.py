@@ -593,8 +593,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--tool-list",
         choices=TOOL_LISTS,
         default="signatures",
-        help="how the function-index and direct-call rows list the tools: signatures (the "
-        "published format) or described (each with its description); the sidecar is then "
+        help="how the rows show the tools: signatures (the published format), described (the "
+        "function-index and direct-call rows list each tool with its description) or "
+        "annotated (each argument row states its parameter's schema); the sidecar is then "
         "asked the same way (default: %(default)s)",
     )
     parser.add_argument("--lenient", action="store_true", help="accept calls needing type fixes")
