@@ -300,6 +300,20 @@ def test_cli_refuses_training_requests_and_bad_input(
     report = json.loads((tmp_path / "r.json").read_text())
     assert [p["id"] for p in report["predictions"]] == [items[0].request.id]
     assert report["config"]["excluded_trained"] == 1
+    assert report["config"]["only_trained"] is False
+    # --only-trained scores just those (a fit-to-training figure), and says so.
+    argv[-1] = "--only-trained"
+    assert main(argv) == 0
+    assert "scoring only the 1 request(s) this sidecar trained on" in capsys.readouterr().out
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert [p["id"] for p in report["predictions"]] == [items[1].request.id]
+    assert report["config"]["only_trained"] is True
+    with pytest.raises(SystemExit) as refused:  # one or the other
+        main([*argv, "--exclude-trained"])
+    assert refused.value.code == 2
+    assert "not allowed with" in capsys.readouterr().err
+    assert main(["eval-sidecar", "--sidecar", str(adapter), *common, "--only-trained"]) == 1
+    assert "no request" in capsys.readouterr().err
     (tmp_path / "r.json").unlink()
     assert main(["eval-sidecar", "--sidecar", str(tmp_path / "nothing"), *common]) == 1
     assert "neither a LoRA adapter folder" in capsys.readouterr().err

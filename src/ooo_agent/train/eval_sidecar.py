@@ -291,11 +291,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "same conventions (SidecarRequest.value_conventions)",
     )
     parser.add_argument("--cache-dir", default=None, help="ooo-agent cache root")
-    parser.add_argument(
+    trained = parser.add_mutually_exclusive_group()
+    trained.add_argument(
         "--exclude-trained",
         action="store_true",
         help="leave out requests the adapter trained on (its training_requests.txt) and say "
         "how many, instead of refusing to score",
+    )
+    trained.add_argument(
+        "--only-trained",
+        action="store_true",
+        help="score only the requests the adapter trained on: how well it fits its own "
+        "training requests, to set beside a held-out score (memorised, or read?)",
     )
 
 
@@ -318,8 +325,14 @@ def run_from_args(args: argparse.Namespace) -> int:
     sidecar, adapter = _load_sidecar(args)
     console = Console(soft_wrap=True)
     excluded = 0
-    trained = set(_trained_ids(items, adapter)) if args.exclude_trained else set()
-    if trained:
+    only_trained = getattr(args, "only_trained", False)
+    trained = set(_trained_ids(items, adapter)) if args.exclude_trained or only_trained else set()
+    if only_trained:
+        items = [i for i in items if i.request.id in trained]
+        if not items:
+            raise DatasetError(f"no request in {args.requests} trained this sidecar")
+        console.print(f"scoring only the {len(items)} request(s) this sidecar trained on")
+    elif trained:
         kept = [i for i in items if i.request.id not in trained]
         excluded = len(items) - len(kept)
         if not kept:
@@ -357,6 +370,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         **wave_fields(args),
         "value_conventions": args.value_conventions,
         "excluded_trained": excluded,
+        "only_trained": only_trained,
     }
     console.print(render_table(report))
     args.out.parent.mkdir(parents=True, exist_ok=True)
