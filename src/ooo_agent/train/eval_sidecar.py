@@ -325,7 +325,7 @@ def run_from_args(args: argparse.Namespace) -> int:
     sidecar, adapter = _load_sidecar(args)
     console = Console(soft_wrap=True)
     excluded = 0
-    only_trained = getattr(args, "only_trained", False)
+    only_trained = args.only_trained
     trained = set(_trained_ids(items, adapter)) if args.exclude_trained or only_trained else set()
     if only_trained:
         items = [i for i in items if i.request.id in trained]
