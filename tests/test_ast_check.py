@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from ooo_agent.bench._literals import parse_literal, render_literal, split_top_level
-from ooo_agent.bench.ast_check import check, gold_calls, names_match, standardize
+from ooo_agent.bench.ast_check import argument_ok, check, gold_calls, names_match, standardize
 from ooo_agent.bench.datasets import BenchItem, Language, functions_to_tools
 from ooo_agent.calls import RawCall, ToolCall
 
@@ -340,3 +340,15 @@ def test_render_then_parse_round_trips(
 def test_split_top_level_respects_quotes_and_brackets() -> None:
     assert split_top_level('1, "a, b", [2, 3], {x: 4}') == ["1", '"a, b"', "[2, 3]", "{x: 4}"]
     assert split_top_level("") == []
+
+
+def test_argument_ok_judges_one_argument_by_the_gold_answer() -> None:
+    call = {"shape": "A Square", "size": 2.5, "count": 4, "extra": 1}
+    assert argument_ok(SIMPLE, "geo.area", "shape", call) is True  # case, spaces forgiven
+    assert argument_ok(SIMPLE, "geo.area", "size", call) is True
+    assert argument_ok(SIMPLE, "geo.area", "size", {"size": 2}) is False  # not 2.5
+    assert argument_ok(SIMPLE, "geo.area", "count", call) is False  # 4 is not among [3]
+    assert argument_ok(SIMPLE, "geo.area", "extra", call) is False  # unknown to the answer
+    assert argument_ok(SIMPLE, "geo.area", "unit", call) is True  # may be absent
+    assert argument_ok(SIMPLE, "geo.area", "shape", {}) is False  # required, absent
+    assert argument_ok(SIMPLE, "weather", "city", {"city": "Oslo"}) is None  # not expected

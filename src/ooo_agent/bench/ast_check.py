@@ -36,6 +36,7 @@ from ooo_agent.calls import RawCall, ToolCall
 __all__ = [
     "AstResult",
     "CallLike",
+    "argument_ok",
     "check",
     "gold_calls",
     "gold_defects",
@@ -138,6 +139,39 @@ def check(calls: Sequence[CallLike], item: BenchItem) -> AstResult:
             prefix = f"call for {expected!r}: " if len(item.gold) > 1 else ""
             return AstResult(False, prefix + reason.reason, reason.kind)
     return AstResult(False, "no one-to-one match between calls and expected calls", "count")
+
+
+def argument_ok(
+    item: BenchItem, name: str, param: str, arguments: Mapping[str, Any]
+) -> bool | None:
+    """Whether one argument of a call to ``name`` passes ``item``'s gold answer on its own:
+    its value in ``arguments`` is acceptable, or its absence is allowed (not required, ``""``
+    acceptable or unknown to the answer). ``None`` when no expected call names ``name``; with
+    several (parallel items), the first that does.
+
+    Example::
+
+        argument_ok(item, "calculate_triangle_area", "base", {"base": 10})  # True
+    """
+    for gold in item.gold:
+        expected, acceptable = next(iter(gold.items()))
+        if expected != name:
+            continue
+        schema = {str(s.get("name")): s for s in item.schemas()}.get(name, {})
+        parameters = schema.get("parameters") or {}
+        if param not in arguments:
+            if param in parameters.get("required", []):
+                return False
+            return param not in acceptable or "" in acceptable[param]
+        if param not in acceptable:
+            return False
+        properties = parameters.get("properties") or {}
+        value_schema = properties.get(param) or {}
+        result = _check_value(
+            param, arguments[param], acceptable[param], value_schema, item.language
+        )
+        return result.ok
+    return None
 
 
 def _perfect_matching(results: list[list[AstResult]]) -> bool:

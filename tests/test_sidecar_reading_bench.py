@@ -1,0 +1,76 @@
+"""benchmarks/sidecar_reading.py: argument rows split by whether the target read them right."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ooo_agent.bench.datasets import BenchItem, functions_to_tools
+from repo_scripts import load_script
+
+FUNCTIONS: list[dict[str, Any]] = [
+    {
+        "name": "book",
+        "description": "Book a table.",
+        "parameters": {
+            "type": "dict",
+            "properties": {
+                "city": {"type": "string", "description": "City."},
+                "people": {"type": "integer", "description": "Guests."},
+                "note": {"type": "string", "description": "A note."},
+            },
+            "required": ["city", "people"],
+        },
+    },
+    {
+        "name": "cancel",
+        "description": "Cancel a booking.",
+        "parameters": {
+            "type": "dict",
+            "properties": {"code": {"type": "string", "description": "Booking code."}},
+            "required": ["code"],
+        },
+    },
+]
+TOOLS = functions_to_tools(FUNCTIONS, "python")
+
+
+def _item(item_id: str) -> BenchItem:
+    return BenchItem(
+        id=item_id,
+        category="multiple",
+        messages=[{"role": "user", "content": "A table for 4 in Lima"}],
+        tools=TOOLS,
+        gold=[{"book": {"city": ["Lima"], "people": [4], "note": [""]}}],
+        functions=FUNCTIONS,
+    )
+
+
+def test_rows_are_split_by_the_targets_own_reading() -> None:
+    module = load_script("benchmarks", "sidecar_reading")
+    labels = {
+        # the target wrote 5 guests (wrong) and a note BFCL does not ask for (allowed: "" ok)
+        "a": {
+            "tools": TOOLS,
+            "target_call": {"name": "book", "arguments": {"city": "lima", "people": 5}},
+        },
+        "b": {"tools": TOOLS, "target_call": {"name": "cancel", "arguments": {"code": "X1"}}},
+        "c": {"tools": TOOLS, "target_call": None},
+    }
+    predictions = [
+        # city and people as the target wrote them; note: a value where the target wrote none
+        {"id": "a", "answers": {"0.city": '"lima"', "0.people": "5.0", "0.note": '"x"'}},
+        {"id": "b", "answers": {"1.code": "X1"}},  # not JSON: a miss
+        {"id": "c", "answers": {"0.city": '"Lima"'}},  # no target call: not scored
+    ]
+    items = {key: _item(key) for key in "abc"}
+    found = module.rows(predictions, labels, items)
+    assert found == [
+        ("a", "city", "target right", True),
+        ("a", "people", "target wrong", True),  # matched the target's mistake
+        ("a", "note", "target right", False),  # left out, as BFCL allows; the sidecar wrote one
+        ("b", "code", "target's tool not gold", False),
+    ]
+    table = module.summary(found)
+    assert table["target right"] == {"hits": 1, "n": 2}
+    assert table["target wrong"] == {"hits": 1, "n": 1}
+    assert table["all"] == {"hits": 2, "n": 4}
