@@ -10,6 +10,10 @@ to the same scores:
 - ``relevance``: the request's words alone (``ooo_agent.sidecar.relevance``, no model),
 - ``scored + W·relevance`` and ``calibrated + W·relevance`` for each ``--weights`` value
   (``WaveOptions.relevance_weight``),
+- with ``--reversed``, also ``two orders`` and ``two orders + W·relevance``: each name's score
+  averaged with its score when the tools are listed in the reverse order (a small model's
+  name score leans on the position; averaging two orders is a debiasing that needs one more
+  forward per request, not a wave option),
 
     python benchmarks/tool_choice.py --labels m200-labels.jsonl
     python benchmarks/tool_choice.py --labels runs/sidecar-data10/labels.jsonl \\
@@ -46,17 +50,22 @@ class Scored:
     relevance: list[float]
     target: str
     gold: str | None
+    reversed: list[float] | None = None
+    """Each name's score with the tools listed in the reverse order (``--reversed``),
+    in the original order of ``names``."""
 
 
 def _argmax(values: Sequence[float]) -> int:
     return max(range(len(values)), key=values.__getitem__)
 
 
-def rules(weights: Sequence[float]) -> list[str]:
+def rules(weights: Sequence[float], *, two_orders: bool = False) -> list[str]:
     """The rule names :func:`choose` knows, in table order."""
     names = ["scored", "calibrated", "relevance"]
     for weight in weights:
         names += [f"scored + {weight:g}·relevance", f"calibrated + {weight:g}·relevance"]
+    if two_orders:
+        names += ["two orders"] + [f"two orders + {weight:g}·relevance" for weight in weights]
     return names
 
 
@@ -75,14 +84,22 @@ def choose(record: Scored, weights: Sequence[float]) -> dict[str, str]:
         picks[f"calibrated + {weight:g}·relevance"] = _argmax(
             with_relevance(calibrated, record.relevance, weight)
         )
+    if record.reversed is not None:
+        both = [(s + r) / 2 for s, r in zip(record.scored, record.reversed, strict=True)]
+        picks["two orders"] = _argmax(both)
+        for weight in weights:
+            picks[f"two orders + {weight:g}·relevance"] = _argmax(
+                with_relevance(both, record.relevance, weight)
+            )
     return {rule: record.names[index] for rule, index in picks.items()}
 
 
 def table(records: Sequence[Scored], weights: Sequence[float]) -> list[dict[str, Any]]:
     """Per rule: hits against the target's tool and against gold (where gold names one)."""
     picks = [choose(record, weights) for record in records]  # every rule, once per request
+    two_orders = bool(records) and all(record.reversed is not None for record in records)
     rows = []
-    for rule in rules(weights):
+    for rule in rules(weights, two_orders=two_orders):
         target = gold = gold_n = 0
         for record, picked in zip(records, picks, strict=True):
             pick = picked[rule]
@@ -122,14 +139,21 @@ def labelled(path: Path, exclude: set[str], limit: int | None) -> Iterable[Mappi
             yield request
 
 
-def score_requests(sidecar: Any, requests: Iterable[Mapping[str, Any]]) -> list[Scored]:
-    """Each request's name scores (``HFSidecar.tool_choice_scores``) and relevance."""
+def score_requests(
+    sidecar: Any, requests: Iterable[Mapping[str, Any]], *, two_orders: bool = False
+) -> list[Scored]:
+    """Each request's name scores (``HFSidecar.tool_choice_scores``) and relevance; with
+    ``two_orders``, also the names' scores with the tools listed in the reverse order."""
     from ooo_agent.sidecar.base import SidecarRequest
 
     records = []
     for request in requests:
         messages, tools = request["messages"], request["tools"]
         scored, prior = sidecar.tool_choice_scores(SidecarRequest(messages, tools))
+        backwards = None
+        if two_orders:
+            reverse_scored, _ = sidecar.tool_choice_scores(SidecarRequest(messages, tools[::-1]))
+            backwards = reverse_scored[::-1]
         calls = request.get("calls") or []
         records.append(
             Scored(
@@ -140,6 +164,7 @@ def score_requests(sidecar: Any, requests: Iterable[Mapping[str, Any]]) -> list[
                 relevance=tool_relevance(messages, tools),
                 target=request["target_call"]["name"],
                 gold=calls[0]["name"] if calls else None,
+                reversed=backwards,
             )
         )
     return records
@@ -161,6 +186,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=None, help="at most N requests")
     parser.add_argument("--weights", default="0.5,1,2,4", help="relevance weights to try")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument(
+        "--reversed",
+        action="store_true",
+        help="also score the tools listed in the reverse order (the 'two orders' rules)",
+    )
     parser.add_argument("--out", type=Path, default=None, help="JSON report")
     args = parser.parse_args(argv)
     weights = [float(w) for w in args.weights.split(",") if w.strip()]
@@ -178,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         model = attach_adapter(model, Path(args.sidecar), merge=True)
         sidecar = HFSidecar(model, tokenizer, num_threads=args.threads)
     requests = labelled(args.labels, _excluded(args.exclude), args.limit)
-    records = score_requests(sidecar, requests)
+    records = score_requests(sidecar, requests, two_orders=args.reversed)
     rows = table(records, weights)
     n = len(records)
     print(f"{n} requests with a choice ({args.labels})")

@@ -55,6 +55,27 @@ def test_each_rule_picks_from_the_same_scores() -> None:
     assert list(rows) == module.rules([0.01, 4.0])
     assert rows["relevance"] == {"rule": "relevance", "target": 1, "gold": 0, "gold_n": 1}
     assert rows["calibrated"]["target"] == 0 and rows["calibrated"]["gold"] == 1
+    assert "two orders" not in rows  # no record was scored in the reverse order
+
+
+def test_two_orders_average_each_names_scores_across_listings() -> None:
+    module = _module()
+    record = module.Scored(
+        id="r",
+        names=["a", "b"],
+        scored=[-1.0, -1.5],  # listed first, a wins by 0.5 ...
+        prior=[0.0, 0.0],
+        relevance=[0.0, 0.25],
+        target="b",
+        gold="b",
+        reversed=[-2.0, -0.5],  # ... listed second it loses by 1.5: on average b wins
+    )
+    picks = module.choose(record, [1.0])
+    assert picks["scored"] == "a" and picks["two orders"] == "b"
+    assert picks["two orders + 1·relevance"] == "b"
+    rows = {row["rule"]: row for row in module.table([record], [1.0])}
+    assert list(rows) == module.rules([1.0], two_orders=True)
+    assert rows["two orders"]["target"] == 1 and rows["scored"]["target"] == 0
 
 
 def test_labels_keep_choices_with_a_target_call_and_drop_trained_requests(tmp_path: Path) -> None:
@@ -87,6 +108,7 @@ def test_labels_keep_choices_with_a_target_call_and_drop_trained_requests(tmp_pa
     assert [r["id"] for r in kept] == ["one"]  # by fingerprint, whatever its id there
     assert [r["id"] for r in module.labelled(labels, set(), 1)] == ["one"]
 
+    from ooo_agent.sidecar.base import SidecarRequest
     from ooo_agent.sidecar.hf import HFSidecar
 
     tokenizer = make_tokenizer()
@@ -98,7 +120,10 @@ def test_labels_keep_choices_with_a_target_call_and_drop_trained_requests(tmp_pa
     assert records[0].relevance == tool_relevance(asked, TOOLS)
     assert len(records[0].scored) == len(records[0].prior) == 2
     assert records[0].scored != records[0].prior  # the request changes what the model reads
+    assert records[0].reversed is None
+    both = module.score_requests(sidecar, module.labelled(labels, set(), 1), two_orders=True)
+    backwards, _ = sidecar.tool_choice_scores(SidecarRequest(asked, TOOLS[::-1]))
+    assert both[0].scored == records[0].scored
+    assert both[0].reversed == backwards[::-1]  # back in the listing's own order
     with pytest.raises(ValueError, match="two or more"):
-        from ooo_agent.sidecar.base import SidecarRequest
-
         sidecar.tool_choice_scores(SidecarRequest(asked, TOOLS[:1]))
