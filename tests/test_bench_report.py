@@ -73,7 +73,9 @@ def _record(item: str, mode: str, latency: float, **kw: object) -> RequestRecord
 def _records() -> list[RequestRecord]:
     records = [_record("w", "vanilla", 50.0, warmup=True), _record("w", "ooo", 50.0, warmup=True)]
     for i, (vanilla, ooo) in enumerate([(4.0, 1.0), (6.0, 2.0), (5.0, 1.0)]):
-        records.append(_record(f"r{i}", "vanilla", vanilla, ast_ok=True, forward_passes=40))
+        records.append(
+            _record(f"r{i}", "vanilla", vanilla, ast_ok=True, forward_passes=40, prefill_s=0.1 * i)
+        )
         records.append(
             _record(f"r{i}", "ooo", ooo, identical=i != 2, ast_ok=i == 0, forward_passes=3,
                     sidecar_status="ok", sidecar_latency_s=0.2, sidecar_function_step=1)
@@ -97,6 +99,8 @@ def test_summarize_excludes_warmups_and_keeps_failures_out_of_latency() -> None:
     assert ooo.ast_accuracy == pytest.approx(1 / 4)  # the failed request counts as wrong
     assert ooo.mean_accepted == pytest.approx(19 / 9)
     assert ooo.label == "ooo [oracle]" and ooo.sidecar_latency_s == pytest.approx(0.2)
+    assert vanilla.prefill_s == pytest.approx((0.0 + 0.1 + 0.2 + 0.1) / 4)  # r0..r2, then r3
+    assert vanilla.prompt_tokens == 100 and ooo.prefill_s == pytest.approx(0.1)
     goals = goal_checks(list(rows.values()))
     assert goals["ooo_vs_vanilla_met"] is True and goals["ooo_forward_passes_met"] is True
     assert goals["ooo_vs_toolspec"] is None

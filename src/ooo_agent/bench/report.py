@@ -141,6 +141,11 @@ class ModeSummary:
     """Share of the sidecar's calls whose hint function was switched to the target's."""
     failed: int = 0
     """Requests that raised (counted as AST failures, left out of latency figures)."""
+    prompt_tokens: float = math.nan
+    """Mean prompt length in tokens."""
+    prefill_s: float = math.nan
+    """Mean seconds of the prompt's prefill, the same work in every mode: what is left of
+    ``mean_s`` past it is the decoding the modes differ in."""
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -260,6 +265,8 @@ def summarize(
                     if with_sidecar
                     else None
                 ),
+                prompt_tokens=_mean([float(r.prompt_tokens) for r in recs]),
+                prefill_s=_mean([r.prefill_s for r in recs]),
             )
         )
     return summaries
