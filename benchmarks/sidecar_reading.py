@@ -33,26 +33,12 @@ from typing import Any
 
 from ooo_agent.bench.ast_check import argument_ok
 from ooo_agent.bench.datasets import BenchItem
-from ooo_agent.sidecar.rows import parse_slot_value, tool_signatures
-from ooo_agent.validate import canonical_arguments
+from ooo_agent.sidecar.rows import tool_signatures
+
+# eval-sidecar's own parsing and comparison (``1`` equals ``1.0``; not-JSON equals nothing)
+from ooo_agent.train._sidecar_metrics import _same_value, _value
 
 GROUPS = ("target right", "target wrong", "target's tool not gold")
-
-_GARBAGE = object()
-
-
-def _value(answer: str) -> Any:
-    try:
-        return parse_slot_value(answer)
-    except ValueError:
-        return _GARBAGE
-
-
-def _same(predicted: Any, expected: Any) -> bool:
-    """The comparison ``eval-sidecar`` makes (``1`` equals ``1.0``; garbage equals nothing)."""
-    if predicted is _GARBAGE:
-        return False
-    return canonical_arguments({"v": predicted}) == canonical_arguments({"v": expected})
 
 
 def rows(
@@ -76,7 +62,7 @@ def rows(
             answer = prediction["answers"].get(f"{index}.{param}")
             if answer is None:
                 continue  # not asked
-            hit = _same(_value(answer), arguments.get(param))
+            hit = _same_value(_value(answer), arguments.get(param))
             ok = argument_ok(item, name, param, arguments)
             group = GROUPS[2] if ok is None else GROUPS[0] if ok else GROUPS[1]
             out.append((prediction["id"], param, group, hit))
