@@ -466,7 +466,9 @@ def write_report(
         markdown += f"\n{category}:\n\n{markdown_table(rows)}"
     paths["markdown"].write_text(markdown, encoding="utf-8")
     with paths["table"].open("w", encoding="utf-8") as text:
-        _print_table(Console(file=text, width=200, color_system=None), summaries, title, per_category)
+        _print_table(
+            Console(file=text, width=200, color_system=None), summaries, title, per_category
+        )
     if console is not None:
         _print_table(console, summaries, title, per_category)
     return paths
