@@ -152,7 +152,7 @@ def swap_values(
                         and v not in spelled.values()
                     ]
                     new = rng.choice(choices) if choices else None
-                elif isinstance(leaf, int | float) and not isinstance(leaf, bool):
+                elif isinstance(leaf, int | float):  # booleans were skipped above
                     new = _other_number(leaf, rng)
                     if new is not None and (str(new) in spelled.values() or repr(new) in taken):
                         new = None
