@@ -21,13 +21,19 @@ from ooo_agent.train.data import (
     build_target_data,
     decontaminate,
     evaluation_function_names,
+    live_no_call_requests,
     live_requests,
     main,
     target_row,
     user_text,
 )
 from ooo_agent.train.examples import TrainRequest
-from ooo_agent.train.generated import DOMAINS, GENERATED_TOOLS, generate_requests
+from ooo_agent.train.generated import (
+    DOMAINS,
+    GENERATED_TOOLS,
+    NO_TOOL_ANSWER,
+    generate_requests,
+)
 
 
 class FakeTokenizer:
@@ -140,6 +146,55 @@ def test_live_requests_carry_gold_calls_that_pass_the_checker() -> None:
 def test_live_requests_refuse_evaluation_categories() -> None:
     with pytest.raises(ValueError, match="evaluation category"):
         live_requests(categories=["simple_python"])
+
+
+def test_live_no_call_requests_answer_without_a_call() -> None:
+    requests = live_no_call_requests()
+    items = {i.id: i for i in load_bfcl("live_irrelevance")}
+    assert len(requests) == len(items) == 884
+    for request in requests:
+        item = items[request.id]
+        assert request.messages == item.messages and request.tools == item.tools
+        assert request.calls == [] and request.answer == NO_TOOL_ANSWER
+        assert request.source == "live_irrelevance"
+    with pytest.raises(ValueError, match="evaluation category"):
+        live_no_call_requests(categories=["irrelevance"])
+    with pytest.raises(ValueError, match="expects a call"):
+        live_no_call_requests(categories=["live_simple"])
+
+
+def test_live_irrelevance_rows_are_opt_in_and_decontaminated(
+    built: tuple[Path, Any], tmp_path: Path
+) -> None:
+    out, stats = built
+    assert "live_irrelevance" not in stats.by_source
+    # The same draw with the live no-call requests added, and a share for them.
+    mix = {**MIX, "live_irrelevance": 0.2}
+    with_them = build_target_data(
+        tmp_path, examples=300, eval_examples=20, generated=200, max_prompt_tokens=400,
+        seed=1, tokenizer=FakeTokenizer(), mix=mix, live_irrelevance=True,
+    )  # fmt: skip
+    assert abs(with_them.by_source["live_irrelevance"] / 300 - 0.2) < 0.05
+    banned = evaluation_function_names()
+    requests = [
+        TrainRequest.from_dict(json.loads(line))
+        for line in (tmp_path / "requests.jsonl").read_text().splitlines()
+    ]
+    no_call = [r for r in requests if r.source == "live_irrelevance"]
+    assert no_call and all(not r.calls and r.answer == NO_TOOL_ANSWER for r in no_call)
+    assert not {n for r in requests for n in r.tool_names} & banned
+    # requests.jsonl lists the training requests first; each no-call one answers in text.
+    rows = [json.loads(line) for line in (tmp_path / "train.jsonl").read_text().splitlines()]
+    declined = sum(r["completion"] == NO_TOOL_ANSWER + END_OF_TURN for r in rows)
+    trained_no_call = sum(r.source == "live_irrelevance" for r in requests[:300])
+    assert trained_no_call == with_them.by_source["live_irrelevance"] <= declined
+    # Without the flag the draw is the one it always was (the pool only grows at its end).
+    again = build_target_data(
+        tmp_path / "again", examples=300, eval_examples=20, generated=200,
+        max_prompt_tokens=400, seed=1, tokenizer=FakeTokenizer(),
+    )  # fmt: skip
+    assert (tmp_path / "again" / "train.jsonl").read_text() == (out / "train.jsonl").read_text()
+    assert again.by_source == stats.by_source
 
 
 def test_decontaminate_drops_offered_or_called_banned_names() -> None:

@@ -17,6 +17,7 @@ from ooo_agent.bench.ast_check import AstResult, check, gold_calls, gold_defects
 from ooo_agent.bench.datasets import (
     BFCL_CATEGORIES,
     BFCL_EVAL_CATEGORIES,
+    BFCL_NO_CALL_TRAIN_CATEGORIES,
     BFCL_TRAIN_CATEGORIES,
     BFCL_VERSION,
     BenchItem,
@@ -29,6 +30,7 @@ from ooo_agent.bench.datasets import (
 __all__ = [
     "BFCL_CATEGORIES",
     "BFCL_EVAL_CATEGORIES",
+    "BFCL_NO_CALL_TRAIN_CATEGORIES",
     "BFCL_TRAIN_CATEGORIES",
     "BFCL_VERSION",
     "AstResult",

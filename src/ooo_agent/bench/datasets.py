@@ -16,7 +16,7 @@ Each entry becomes a :class:`BenchItem`:
   locally served models; :func:`openai_safe_tools` renames them for APIs that forbid dots;
 - ``functions``: BFCL's own function docs, untouched: the AST checker reads their types;
 - ``gold``: ``[{name: {param: [acceptable values]}}]``, one dict per expected call
-  (``[]`` for ``irrelevance``: the right answer is no call).
+  (``[]`` for ``irrelevance`` and ``live_irrelevance``: the right answer is no call).
 
 Example::
 
@@ -44,6 +44,7 @@ from ooo_agent.models._cache import cache_root
 __all__ = [
     "BFCL_CATEGORIES",
     "BFCL_EVAL_CATEGORIES",
+    "BFCL_NO_CALL_TRAIN_CATEGORIES",
     "BFCL_TRAIN_CATEGORIES",
     "BFCL_VERSION",
     "BenchItem",
@@ -78,7 +79,13 @@ BFCL_TRAIN_CATEGORIES: tuple[str, ...] = (
 )
 """User-contributed ("live") categories: the source of BFCL-derived training requests."""
 
-BFCL_CATEGORIES: tuple[str, ...] = BFCL_EVAL_CATEGORIES + BFCL_TRAIN_CATEGORIES
+BFCL_NO_CALL_TRAIN_CATEGORIES: tuple[str, ...] = ("live_irrelevance",)
+"""Live requests that no offered tool fits (the right answer is no call): opt-in training
+rows that answer in plain text (``python -m ooo_agent.train.data --live-irrelevance``)."""
+
+BFCL_CATEGORIES: tuple[str, ...] = (
+    BFCL_EVAL_CATEGORIES + BFCL_TRAIN_CATEGORIES + BFCL_NO_CALL_TRAIN_CATEGORIES
+)
 
 Language = Literal["python", "java", "javascript"]
 

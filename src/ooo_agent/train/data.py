@@ -44,10 +44,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ooo_agent.bench.ast_check import gold_calls, gold_defects
-from ooo_agent.bench.datasets import BFCL_EVAL_CATEGORIES, BFCL_TRAIN_CATEGORIES, load_bfcl
+from ooo_agent.bench.datasets import (
+    BFCL_EVAL_CATEGORIES,
+    BFCL_NO_CALL_TRAIN_CATEGORIES,
+    BFCL_TRAIN_CATEGORIES,
+    load_bfcl,
+)
 from ooo_agent.formats.base import ChatFormat
 from ooo_agent.train.examples import TrainRequest
-from ooo_agent.train.generated import generate_requests
+from ooo_agent.train.generated import NO_TOOL_ANSWER, generate_requests
 from ooo_agent.train.generated_modifiers import generate_modifier_requests
 from ooo_agent.train.generated_quantities import generate_quantity_requests
 
@@ -61,6 +66,7 @@ __all__ = [
     "collect_requests",
     "decontaminate",
     "evaluation_function_names",
+    "live_no_call_requests",
     "live_requests",
     "main",
     "target_row",
@@ -231,6 +237,37 @@ def decontaminate(
     return kept, dropped
 
 
+def live_no_call_requests(
+    cache_dir: str | os.PathLike[str] | None = None,
+    categories: Sequence[str] = BFCL_NO_CALL_TRAIN_CATEGORIES,
+) -> list[TrainRequest]:
+    """Requests from BFCL's live categories that no offered tool fits, answered without a
+    call (:data:`~ooo_agent.train.generated.NO_TOOL_ANSWER`).
+
+    The generator's no-tool requests are small talk and asks far from every offered tool;
+    these are real users' requests beside real tools, often close to one of them (a tool for
+    today's weather offered for a question about last year's), which is what BFCL's
+    ``irrelevance`` asks a model to decline.
+    """
+    requests: list[TrainRequest] = []
+    for category in categories:
+        if category in BFCL_EVAL_CATEGORIES:
+            raise ValueError(f"{category!r} is an evaluation category: never train on it")
+        for item in load_bfcl(category, cache_dir=cache_dir):
+            if item.gold:
+                raise ValueError(f"{item.id!r} expects a call: not a no-call category")
+            requests.append(
+                TrainRequest(
+                    id=item.id,
+                    messages=item.messages,
+                    tools=item.tools,
+                    answer=NO_TOOL_ANSWER,
+                    source=category,
+                )
+            )
+    return requests
+
+
 def collect_requests(
     *,
     generated: int = 700,
@@ -240,12 +277,15 @@ def collect_requests(
     distractor_share: float = 0.5,
     modifiers: int = 0,
     quantities: int = 0,
+    live_irrelevance: bool = False,
 ) -> tuple[list[TrainRequest], dict[str, int]]:
     """Live BFCL requests + ``generated`` generated ones, decontaminated; a
     ``distractor_share`` of the single-tool live requests get similar tools added
     (:func:`add_distractors`). ``modifiers`` generated look-ups with named optional arguments
-    join the pool (source ``modifiers``), and ``quantities`` requests whose numbers must be
-    converted (source ``quantities``).
+    join the pool (source ``modifiers``), ``quantities`` requests whose numbers must be
+    converted (source ``quantities``) and, with ``live_irrelevance``, the live requests no
+    offered tool fits (:func:`live_no_call_requests`, last, so that every draw without them
+    is what it was).
 
     Returns the requests and drop counters (``contaminated``, ``defective``). ``banned``
     defaults to :func:`evaluation_function_names`.
@@ -254,6 +294,8 @@ def collect_requests(
     pool = live + generate_requests(generated, seed=seed)
     pool += generate_modifier_requests(modifiers, seed=seed)
     pool += generate_quantity_requests(quantities, seed=seed)
+    if live_irrelevance:
+        pool += live_no_call_requests(cache_dir)
     banned = evaluation_function_names(cache_dir) if banned is None else banned
     kept, contaminated = decontaminate(pool, banned)
     # Distractors come from the decontaminated requests only: no evaluation tool slips in.
@@ -321,6 +363,7 @@ def build_target_data(
     mix: Mapping[str, float] | None = None,
     modifiers: int = 0,
     quantities: int = 0,
+    live_irrelevance: bool = False,
 ) -> DataStats:
     """Write ``train.jsonl``, ``eval.jsonl``, ``requests.jsonl`` and ``stats.json`` to ``out_dir``.
 
@@ -346,6 +389,7 @@ def build_target_data(
         distractor_share=distractor_share,
         modifiers=modifiers,
         quantities=quantities,
+        live_irrelevance=live_irrelevance,
     )
     stats = DataStats(
         dropped_contaminated=dropped["contaminated"],
@@ -483,6 +527,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=0,
         help="generated requests whose numbers must be converted (percent, millions), to draw",
     )
+    parser.add_argument(
+        "--live-irrelevance",
+        action="store_true",
+        help="add BFCL live_irrelevance's requests (no offered tool fits) as rows answered "
+        "without a call, source 'live_irrelevance' in --mix",
+    )
     parser.add_argument("--max-prompt-tokens", type=int, default=700)
     parser.add_argument(
         "--token-budget",
@@ -527,6 +577,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         mix=args.mix,
         modifiers=args.modifiers,
         quantities=args.quantities,
+        live_irrelevance=args.live_irrelevance,
         fmt=get_format(args.format),
     )
     print(json.dumps(asdict(stats), indent=2))

@@ -30,9 +30,12 @@ from ooo_agent.train._tool_schema import tool_schema as _tool
 from ooo_agent.train.examples import TrainRequest
 from ooo_agent.train.generated_science import SCIENCE_DOMAINS, SCIENCE_GENERATORS, SCIENCE_TOOLS
 
-__all__ = ["DOMAINS", "GENERATED_TOOLS", "generate_requests"]
+__all__ = ["DOMAINS", "GENERATED_TOOLS", "NO_TOOL_ANSWER", "generate_requests"]
 
 Args = dict[str, Any]
+
+NO_TOOL_ANSWER = "Sorry, I can't do that with the tools I have."
+"""The answer of a training row whose request no offered tool can serve."""
 
 
 def _s(description: str, **extra: Any) -> dict[str, Any]:
@@ -893,7 +896,7 @@ def generate_requests(
                 text, answer = rng.choice(_NO_TOOL)
             else:
                 text = rng.choice(_UNSUPPORTED)
-                answer = "Sorry, I can't do that with the tools I have."
+                answer = NO_TOOL_ANSWER
             requests.append(_request(index, opener + text, tools, [], answer))
             continue
         first = rng.choice(_GENERATORS)
