@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import socket
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -184,7 +185,9 @@ def test_an_unavailable_default_sidecar_is_left_out_with_a_note(
         raise ModelNotAvailableError(f"{name}: adapter not trained")
 
     monkeypatch.setattr(_serve, "load_preset_sidecar", unavailable)
-    monkeypatch.setattr("ooo_agent.integrations.server.serve", lambda app, **kwargs: None)
+    monkeypatch.setattr(
+        "ooo_agent.integrations.server.serve", lambda app, **kwargs: kwargs["on_listening"]()
+    )
     assert main(["serve"]) == 0
     out, err = capsys.readouterr()
     assert out.startswith("serving 'smollm2-135m-toolcall'") and "sidecar none" in out
@@ -382,9 +385,12 @@ def test_run_serve_prints_notes_and_the_line_then_serves(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     served: list[dict[str, Any]] = []
-    monkeypatch.setattr(
-        "ooo_agent.integrations.server.serve", lambda app, **kwargs: served.append(kwargs)
-    )
+
+    def fake_serve(app: Any, *, on_listening: Any, **kwargs: Any) -> None:
+        served.append(kwargs)
+        on_listening()
+
+    monkeypatch.setattr("ooo_agent.integrations.server.serve", fake_serve)
     argv = ["--replay", str(replay), "--server-tools", f"{tools_module}:get_weather", "--port", "9"]
     assert main(["serve", *argv, "--api-key", "k"]) == 0
     out, err = capsys.readouterr()
@@ -394,6 +400,35 @@ def test_run_serve_prints_notes_and_the_line_then_serves(
     )
     assert err == "note: --server-tools without a sidecar: nothing is pre-executed\n"
     assert served == [{"host": "127.0.0.1", "port": 9, "log_level": "warning"}]
+
+
+def test_serve_listens_before_it_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``on_listening`` runs on a listening socket, before uvicorn starts: a client told
+    "ready" there connects at once (its connection waits in the kernel's queue)."""
+    import uvicorn
+    from fastapi import FastAPI
+
+    from ooo_agent.integrations.server import serve
+
+    ran: list[list[socket.socket] | None] = []
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: ran.append(sockets))
+    bound: list[socket.socket] = []
+    bind = uvicorn.Config.bind_socket
+    monkeypatch.setattr(
+        uvicorn.Config, "bind_socket", lambda self: bound.append(bind(self)) or bound[-1]
+    )
+    connected: list[tuple[str, int]] = []
+
+    def on_listening() -> None:
+        assert not ran  # uvicorn has not started
+        [sock] = bound
+        with socket.create_connection(sock.getsockname()[:2], timeout=5) as client:
+            connected.append(client.getpeername()[:2])
+
+    serve(FastAPI(), host="127.0.0.1", port=0, on_listening=on_listening)
+    assert connected == [bound[0].getsockname()[:2]]
+    assert ran == [bound]
+    bound[0].close()
 
 
 def test_serve_command_refuses_bad_replay_files(

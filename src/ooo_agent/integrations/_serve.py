@@ -264,9 +264,15 @@ def run_serve(args: argparse.Namespace) -> int:
 
     for note in built.notes:
         print(f"note: {note}", file=sys.stderr)
-    # One line, flushed, before the server blocks: scripts wait for it.
-    print(built.line, flush=True)
-    serve(built.app, host=args.host, port=args.port, log_level=args.log_level)
+    # One line, flushed, once the port listens and before the server blocks: scripts wait
+    # for it, then connect.
+    serve(
+        built.app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level,
+        on_listening=lambda: print(built.line, flush=True),
+    )
     return 0
 
 

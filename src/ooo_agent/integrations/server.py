@@ -155,12 +155,27 @@ def create_app(
 
 
 def serve(
-    app: FastAPI, *, host: str = "127.0.0.1", port: int = 8000, log_level: str = "warning"
+    app: FastAPI,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    log_level: str = "warning",
+    on_listening: Callable[[], None] | None = None,
 ) -> None:
-    """Run ``app`` with uvicorn until interrupted (binds to loopback unless told otherwise)."""
+    """Run ``app`` with uvicorn until interrupted (binds to loopback unless told otherwise).
+
+    The socket is bound and listening before ``on_listening`` runs, so a client told "ready"
+    there can connect at once: the kernel queues its connection until uvicorn, still starting,
+    accepts it (a line printed before ``uvicorn.run`` could be read before the port opened).
+    """
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level=log_level)
+    config = uvicorn.Config(app, host=host, port=port, log_level=log_level)
+    sock = config.bind_socket()  # exits with uvicorn's start-up code when the port is taken
+    sock.listen(config.backlog)
+    if on_listening is not None:
+        on_listening()
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 def _check_auth(request: Request, api_key: str | None) -> None:
