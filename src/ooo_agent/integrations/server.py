@@ -172,10 +172,13 @@ def serve(
 
     config = uvicorn.Config(app, host=host, port=port, log_level=log_level)
     sock = config.bind_socket()  # exits with uvicorn's start-up code when the port is taken
-    sock.listen(config.backlog)
-    if on_listening is not None:
-        on_listening()
-    uvicorn.Server(config).run(sockets=[sock])
+    try:
+        sock.listen(config.backlog)
+        if on_listening is not None:
+            on_listening()
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
 
 
 def _check_auth(request: Request, api_key: str | None) -> None:
