@@ -417,16 +417,17 @@ def test_serve_listens_before_it_says_so(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(
         uvicorn.Config, "bind_socket", lambda self: bound.append(bind(self)) or bound[-1]
     )
-    connected: list[tuple[str, int]] = []
+    connected: list[tuple[Any, Any]] = []
 
     def on_listening() -> None:
         assert not ran  # uvicorn has not started
         [sock] = bound
         with socket.create_connection(sock.getsockname()[:2], timeout=5) as client:
-            connected.append(client.getpeername()[:2])
+            connected.append((client.getpeername()[:2], sock.getsockname()[:2]))
 
     serve(FastAPI(), host="127.0.0.1", port=0, on_listening=on_listening)
-    assert connected == [bound[0].getsockname()[:2]]
+    [(peer, listening)] = connected
+    assert peer == listening
     assert ran == [bound]
     assert bound[0].fileno() == -1  # closed once the server returned
 
