@@ -273,11 +273,16 @@ def test_cli_end_to_end_on_a_tiny_model(
     assert report["config"]["required_values"] is False  # an adapter folder is no preset
     assert report["config"]["typed_values"] is False
     assert report["config"]["mentioned_values"] is False
-    steered = ["--required-values", "on", "--typed-values", "on", "--mentioned-values", "on"]
+    assert report["config"]["unnamed_nulls"] is False
+    steered = ["--required-values", "on", "--typed-values", "on", "--mentioned-values", "on",
+               "--unnamed-nulls", "on"]  # fmt: skip
     assert main([*argv, *steered, "--no-direct"]) == 0
-    config = json.loads(out.read_text())["config"]
+    report = json.loads(out.read_text())
+    config = report["config"]
     assert config["required_values"] is True and config["typed_values"] is True
-    assert config["mentioned_values"] is True
+    assert config["mentioned_values"] is True and config["unnamed_nulls"] is True
+    # The rows left out still count: answered null without asking, scored like any other.
+    assert report["scores"]["target"]["argument_exact"]["n"] == 2
 
 
 def test_cli_refuses_training_requests_and_bad_input(

@@ -304,6 +304,8 @@ def test_only_the_embedded_sidecar_steers_its_decoding_by_default() -> None:
     assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar")["typed_values"] is False
     assert sidecar_wave_defaults("smollm2-135m-sidecar")["mentioned_values"] is True  # §2.0z
     assert sidecar_wave_defaults("some/folder")["mentioned_values"] is False
+    assert sidecar_wave_defaults("smollm2-135m-sidecar")["unnamed_nulls"] is True  # §2.0zzzzzzzzzzz
+    assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar")["unnamed_nulls"] is False
     # And only it adds the request's words to its scored tool choice (§2.0y).
     assert sidecar_wave_defaults("smollm2-135m-sidecar")["relevance_weight"] == 2.0
     assert sidecar_wave_defaults("some/folder")["relevance_weight"] == 0.0
@@ -320,6 +322,7 @@ def test_sidecar_wave_defaults_are_the_presets_own_else_the_method_as_published(
         "required_values": False,
         "mentioned_values": False,
         "typed_values": False,
+        "unnamed_nulls": False,
     }
     assert sidecar_wave_defaults("some/folder") == published
     assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar") == published
@@ -331,6 +334,7 @@ def test_sidecar_wave_defaults_are_the_presets_own_else_the_method_as_published(
         "required_values": embedded.required_values,
         "mentioned_values": embedded.mentioned_values,
         "typed_values": embedded.typed_values,
+        "unnamed_nulls": embedded.unnamed_nulls,
     }
     WaveOptions(**sidecar_wave_defaults(embedded.name))  # every field is one of WaveOptions'
 

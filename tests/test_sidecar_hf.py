@@ -625,6 +625,10 @@ def test_bench_loads_an_adapter_only_folder_on_its_base(tmp_path: Path, tokenize
     with open_sidecar(str(folder), function_choice="scored", relevance_weight=2.0) as weighed:
         assert isinstance(weighed.sidecar, HFSidecar)
         assert weighed.sidecar.options.relevance_weight == 2.0
+    assert choice.sidecar.options.unnamed_nulls is False  # auto: not a preset, off
+    with open_sidecar(str(folder), unnamed_nulls="on") as nulled:
+        assert isinstance(nulled.sidecar, HFSidecar)
+        assert nulled.sidecar.options.unnamed_nulls is True
     # A base recorded as another machine's path falls back to the embedded model; names stay.
     config["base_model_name_or_path"] = str(tmp_path / "gone" / "model")
     config_path.write_text(json.dumps(config))
@@ -855,6 +859,56 @@ def test_mentioned_values_keep_a_named_optional_parameters_row_from_answering_nu
     assert anyio.run(sidecar.run_wave, request, HintBox()).answers["0.unit"] == "null"
     with pytest.raises(ValueError, match="mentioned_values"):
         OpenAISidecar("http://127.0.0.1:9", options=WaveOptions(mentioned_values=True))
+
+
+def test_unnamed_nulls_answer_an_unnamed_optional_parameter_null_without_asking(
+    tokenizer: Any,
+) -> None:
+    from ooo_agent.sidecar.openai import OpenAISidecar
+
+    weather = _tool(
+        "get_weather",
+        {"city": {"type": "string"}, "unit": {"type": "string"}, "days": {"type": "integer"}},
+    )
+    weather["function"]["parameters"]["required"] = ["city"]
+    time_tool = _tool("get_time", {"zone": {"type": "string"}})
+    template = template_from_tokenizer(tokenizer)
+    request = SidecarRequest(
+        [{"role": "user", "content": "Weather in Paris, and in which unit?"}], [weather, time_tool]
+    )
+    asked = WavePlan.build(request, template, WaveOptions())
+    plan = WavePlan.build(request, template, WaveOptions(unnamed_nulls=True))
+    assert {r.key for r in asked.rows} - {r.key for r in plan.rows} == {"0.days", "1.zone"}
+    assert plan.implied == {"0.days": "null", "1.zone": "null"}
+    assert asked.implied == {}
+    # Required and named optional parameters are still asked; the prompts are the rows'.
+    assert {"0.city", "0.unit"} <= {r.key for r in plan.rows}
+    assert len(plan.prompts) == len(plan.rows)
+
+    # Every row's answer is `0`, then the end of the turn: an asked row says so, a left-out
+    # row's answer is null and never reaches the hint.
+    zero = tokenizer.convert_tokens_to_ids("0")
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    model = ScriptedLM(make_model("qwen3", len(tokenizer)), {zero: end}, zero)
+    sidecar = HFSidecar(model, tokenizer, options=WaveOptions(unnamed_nulls=True))
+    report = anyio.run(sidecar.run_wave, request, HintBox())
+    assert report.answers["0.days"] == "null" and report.answers["1.zone"] == "null"
+    assert report.answers["0.unit"] == "0"
+    assert "0.days" not in report.arrivals and "1.zone" not in report.arrivals
+    if report.hint.function == "get_weather":
+        assert "days" not in report.hint.slots
+    # Every argument row left out: a scored choice still picks the tool, alone.
+    scored = HFSidecar(
+        model, tokenizer, options=WaveOptions(unnamed_nulls=True, function_choice="scored")
+    )
+    bare = SidecarRequest([{"role": "user", "content": "Hello there"}], TOOLS)
+    assert WavePlan.build(bare, template, scored.options).rows == []
+    chosen = anyio.run(scored.run_wave, bare, HintBox())
+    assert chosen.arrivals == ["function"] and chosen.hint.function in ("get_weather", "get_time")
+    assert chosen.hint.slots == {}
+    assert chosen.answers["0.city"] == chosen.answers["1.zone"] == "null"
+    # It only leaves rows out, so an HTTP sidecar takes it too.
+    OpenAISidecar("http://127.0.0.1:9", options=WaveOptions(unnamed_nulls=True))
 
 
 def test_typed_values_hold_each_argument_row_to_its_parameters_schema(tokenizer: Any) -> None:

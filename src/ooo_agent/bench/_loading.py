@@ -218,6 +218,7 @@ def open_sidecar(
     required_values: str = "auto",
     typed_values: str = "auto",
     mentioned_values: str = "auto",
+    unnamed_nulls: str = "auto",
 ) -> Iterator[SidecarChoice]:
     """The sidecar named by ``spec``, stopped (process) when the block ends.
 
@@ -232,7 +233,8 @@ def open_sidecar(
     ``tool_list`` (``auto``: a preset's own listing, else ``signatures``) and
     ``required_values``, ``mentioned_values`` and ``typed_values`` (``on`` / ``off``;
     ``auto``: a preset's own setting in this process, else off — they steer the sidecar's own
-    decoding).
+    decoding). ``unnamed_nulls`` (``on`` / ``off``; ``auto``: a preset's own setting) only
+    leaves rows out, so it holds for every model-backed sidecar.
     """
     from ooo_agent.models.presets import sidecar_wave_defaults
     from ooo_agent.sidecar._wave import WaveOptions
@@ -260,6 +262,7 @@ def open_sidecar(
     fields["mentioned_values"] = in_process and _switch(
         mentioned_values, fields["mentioned_values"]
     )
+    fields["unnamed_nulls"] = _switch(unnamed_nulls, fields["unnamed_nulls"])
     options = WaveOptions(
         schedule=schedule,  # type: ignore[arg-type]
         follow_target=follow_target,

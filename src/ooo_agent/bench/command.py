@@ -208,6 +208,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(WaveOptions.typed_values; in this process only); auto (default): the preset's own "
         "setting, else off",
     )
+    add(
+        "--sidecar-unnamed-nulls",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="on: an optional parameter the request does not name is answered null without "
+        "asking its row (WaveOptions.unnamed_nulls; any sidecar); auto (default): the "
+        "preset's own setting, else off",
+    )
     add_constraint_options(add, scope="every mode: ")
     add("--threads", type=int, default=1, help="torch CPU threads of the target (default 1)")
     add("--sidecar-threads", type=int, default=1, help="torch CPU threads of the sidecar")
@@ -379,6 +387,7 @@ async def _run(args: argparse.Namespace) -> int:
         relevance_weight=args.sidecar_relevance_weight, tool_list=args.sidecar_tool_list,
         required_values=args.sidecar_required_values, typed_values=args.sidecar_typed_values,
         mentioned_values=args.sidecar_mentioned_values,
+        unnamed_nulls=args.sidecar_unnamed_nulls,
     ) as choice:  # fmt: skip
         if choice.note:
             notes.append(choice.note)
@@ -484,6 +493,9 @@ async def _run(args: argparse.Namespace) -> int:
             ),
             "sidecar_typed_values": getattr(
                 getattr(choice.sidecar, "options", None), "typed_values", None
+            ),
+            "sidecar_unnamed_nulls": getattr(
+                getattr(choice.sidecar, "options", None), "unnamed_nulls", None
             ),
             **constraint_options(args),
             "target_threads": args.threads,

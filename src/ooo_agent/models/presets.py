@@ -96,6 +96,9 @@ class Preset:
     typed_values: bool = False
     """Sidecars: whether each argument row is held to its parameter's schema by default
     (``WaveOptions.typed_values``)."""
+    unnamed_nulls: bool = False
+    """Sidecars: whether an optional parameter the request does not name is answered null
+    without asking by default (``WaveOptions.unnamed_nulls``)."""
     format: str = "hermes"
     """Targets: the call format ``HFTarget.from_preset`` prompts with by default."""
 
@@ -150,6 +153,9 @@ PRESETS: dict[str, Preset] = {
             mentioned_values=True,
             # Each argument row writes a value its parameter's schema accepts (§2.0v).
             typed_values=True,
+            # An optional one the request does not name is left out, as the target mostly
+            # does: argument rows match its calls more often, and the wave asks fewer (§2.0zzzzzzzzzzz).
+            unnamed_nulls=True,
         ),
         Preset(
             name="qwen3-0.6b-ooo-sidecar",
@@ -185,6 +191,7 @@ class SidecarDefaults(TypedDict):
     required_values: bool
     mentioned_values: bool
     typed_values: bool
+    unnamed_nulls: bool
 
 
 _PUBLISHED = Preset(name="", role="sidecar", base="")
@@ -204,6 +211,7 @@ def sidecar_wave_defaults(spec: str) -> SidecarDefaults:
         required_values=preset.required_values,
         mentioned_values=preset.mentioned_values,
         typed_values=preset.typed_values,
+        unnamed_nulls=preset.unnamed_nulls,
     )
 
 

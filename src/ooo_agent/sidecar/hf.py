@@ -178,7 +178,7 @@ class HFSidecar:
         """Like :meth:`wave`, with dropped slots, arrival order and latency."""
         plan = WavePlan.build(request, self.template, self.options)
         assembler = WaveAssembler.start(plan, box, self.options)
-        if plan.rows:
+        if plan.rows or plan.choice_prompt is not None:
             cancel = threading.Event()
             try:
                 # Abandoned on cancellation: the thread sees `cancel` before its next forward.
@@ -195,7 +195,7 @@ class HFSidecar:
         """The wave in the calling thread (for servers, scripts and benchmarks)."""
         plan = WavePlan.build(request, self.template, self.options)
         assembler = WaveAssembler.start(plan, box, self.options)
-        if plan.rows:
+        if plan.rows or plan.choice_prompt is not None:
             self._generate(plan, assembler, cancel)
         return assembler.finish()
 
@@ -288,6 +288,8 @@ class HFSidecar:
         try:
             if plan.choice_prompt is not None:
                 self._choose(plan, assembler, cancel)
+            if not plan.rows:  # every argument row left out (unnamed_nulls): the choice alone
+                return []
             prompts = [self.generator.encode(text) for text in plan.prompts]
             first, then = self._schedule(plan, assembler, cancel)
             if plan.choice_prompt is not None and then is not None and not first:

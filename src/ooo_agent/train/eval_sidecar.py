@@ -275,6 +275,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "null (WaveOptions.mentioned_values)",
         "--typed-values": "each argument row is held to its parameter's schema (type, enum, "
         "array elements; WaveOptions.typed_values)",
+        "--unnamed-nulls": "an optional parameter the request does not name is answered null "
+        "without asking its row (WaveOptions.unnamed_nulls)",
     }
     for flag, effect in steers.items():
         parser.add_argument(
@@ -401,6 +403,8 @@ def wave_fields(args: argparse.Namespace) -> SidecarDefaults:
         fields["mentioned_values"] = args.mentioned_values == "on"
     if args.typed_values != "auto":
         fields["typed_values"] = args.typed_values == "on"
+    if getattr(args, "unnamed_nulls", "auto") != "auto":
+        fields["unnamed_nulls"] = args.unnamed_nulls == "on"
     return fields
 
 
