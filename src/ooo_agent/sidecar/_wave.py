@@ -135,9 +135,10 @@ class WaveOptions:
             that could. In-process sidecars only.
         unnamed_nulls: an *optional* parameter the user's messages do not name (the
             complement of ``mentioned_values``) is answered ``null`` without asking its row:
-            a target leaves such a parameter out far more often than it writes it (in BFCL's
-            live training answers 1,570 of 2,041 times), and a small sidecar's guess at it
-            matches the target's less often than ``null`` does (docs/benchmarks.md §2.0zzzzzzzzzzz).
+            a target leaves such a parameter out far more often than it writes it (BFCL's
+            live training answers may or must leave out 1,495 of 1,950:
+            ``benchmarks/mentions.py``), and a small sidecar's guess at it matches the
+            target's less often than ``null`` does (docs/benchmarks.md §2.0zzzzzzzzzzz).
             The wave asks fewer rows. Any backend (no decoding control needed).
     """
 
