@@ -19,6 +19,13 @@ target's value was:
 
 The label file is an ``eval_target --labels-out`` file of a BFCL category (its ids are the
 category's), the report ``eval-sidecar``'s JSON for it with target labels.
+
+``--optionals`` also splits the rows of the target's tool's *optional* parameters by whether
+the request names them (:func:`~ooo_agent.decoding.mentions.mentioned_parameters`) and
+whether the target wrote them, counting the sidecar's null, the target's value and another
+value (docs/benchmarks.md §2.0zzzzzzzzzzz). ``--against OTHER`` counts the rows this report
+gets right and ``OTHER`` (another ``eval-sidecar`` report on the same labels) does not, and
+the reverse.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from typing import Any
 
 from ooo_agent.bench.ast_check import argument_ok
 from ooo_agent.bench.datasets import BenchItem
+from ooo_agent.decoding.mentions import mentioned_parameters
 from ooo_agent.sidecar.rows import tool_signatures
 
 # eval-sidecar's own parsing and comparison (``1`` equals ``1.0``; not-JSON equals nothing)
@@ -69,6 +77,58 @@ def rows(
     return out
 
 
+def optionals(
+    predictions: Iterable[Mapping[str, Any]], labels: Mapping[str, Mapping[str, Any]]
+) -> Counter[tuple[str, str, str]]:
+    """``(named or not named, target writes or leaves out, sidecar)`` counts over the asked (or
+    implied) rows of the target's tool's optional parameters; ``sidecar`` is ``null``, ``same``
+    (the target's value) or ``other``."""
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for prediction in predictions:
+        label = labels.get(prediction["id"])
+        if label is None or not label.get("target_call"):
+            continue
+        name, arguments = label["target_call"]["name"], label["target_call"]["arguments"]
+        tools = label["tools"]
+        signatures = tool_signatures(tools)
+        index = next((i for i, (n, _) in enumerate(signatures) if n == name), None)
+        if index is None:
+            continue
+        parameters = tools[index].get("function", tools[index]).get("parameters") or {}
+        required = set(parameters.get("required") or ())
+        named = mentioned_parameters(label["messages"], tools).get(name, ())
+        for param in signatures[index][1]:
+            answer = prediction["answers"].get(f"{index}.{param}")
+            if param in required or answer is None:
+                continue
+            value = _value(answer)
+            written = param in arguments
+            sidecar = (
+                "null" if value is None
+                else "same" if written and _same_value(value, arguments[param])
+                else "other"
+            )  # fmt: skip
+            counts[
+                ("named" if param in named else "not named",
+                 "target writes" if written else "target leaves out", sidecar)
+            ] += 1  # fmt: skip
+    return counts
+
+
+def paired(
+    found: Iterable[tuple[str, str, str, bool]], other: Iterable[tuple[str, str, str, bool]]
+) -> tuple[int, int]:
+    """Rows (by request and parameter, asked in both) that ``found`` gets right and ``other``
+    does not, and the reverse."""
+    mine = {(i, p): hit for i, p, _, hit in found}
+    theirs = {(i, p): hit for i, p, _, hit in other}
+    both = mine.keys() & theirs.keys()
+    return (
+        sum(mine[k] and not theirs[k] for k in both),
+        sum(theirs[k] and not mine[k] for k in both),
+    )
+
+
 def summary(found: Iterable[tuple[str, str, str, bool]]) -> dict[str, dict[str, int]]:
     """Hits and rows per group, and over all rows."""
     hits: Counter[str] = Counter()
@@ -85,6 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", type=Path, required=True, help="eval-sidecar JSON report")
     parser.add_argument("--labels", type=Path, required=True, help="eval_target label file")
     parser.add_argument("--category", required=True, help="the labels' BFCL category")
+    parser.add_argument(
+        "--optionals", action="store_true", help="split the optional parameters' rows too"
+    )
+    parser.add_argument(
+        "--against", type=Path, default=None, help="another eval-sidecar report: rows gained / lost"
+    )
     args = parser.parse_args(argv)
 
     from ooo_agent.bench.datasets import load_bfcl
@@ -93,10 +159,19 @@ def main(argv: list[str] | None = None) -> int:
     with args.labels.open(encoding="utf-8") as handle:
         labels = {row["id"]: row for row in map(json.loads, handle)}
     items = {item.id: item for item in load_bfcl(args.category)}
-    table = summary(rows(report["predictions"], labels, items))
+    found = rows(report["predictions"], labels, items)
+    table = summary(found)
     for key, counts in table.items():
         share = counts["hits"] / counts["n"]
         print(f"{key:24s} {counts['hits']:5d}/{counts['n']:<5d} {share:6.1%}")
+    if args.optionals:
+        print("optional parameters (named by the request?, the target, the sidecar): rows")
+        for key, count in sorted(optionals(report["predictions"], labels).items()):
+            print(f"  {', '.join(key):44s} {count:5d}")
+    if args.against is not None:
+        other = json.loads(args.against.read_text(encoding="utf-8"))
+        gained, lost = paired(found, rows(other["predictions"], labels, items))
+        print(f"rows right here and not in {args.against.name}: {gained}; the reverse: {lost}")
     return 0
 
 

@@ -74,3 +74,47 @@ def test_rows_are_split_by_the_targets_own_reading() -> None:
     assert table["target right"] == {"hits": 1, "n": 2}
     assert table["target wrong"] == {"hits": 1, "n": 1}
     assert table["all"] == {"hits": 2, "n": 4}
+
+
+def test_optional_rows_are_split_by_mention_and_by_the_target() -> None:
+    module = load_script("benchmarks", "sidecar_reading")
+    book = {**FUNCTIONS[0], "parameters": {**FUNCTIONS[0]["parameters"], "properties": {
+        "city": {"type": "string"}, "people": {"type": "integer"}, "remark": {"type": "string"}}}}
+    tools = functions_to_tools([book, FUNCTIONS[1]], "python")
+    plain = [{"role": "user", "content": "A table for 4 in Lima"}]
+    remarked = [{"role": "user", "content": "A table for 4 in Lima, remark: window"}]
+    city = {"city": "Lima", "people": 4}
+    labels = {
+        "a": {"tools": tools, "messages": plain,
+              "target_call": {"name": "book", "arguments": city}},
+        "b": {"tools": tools, "messages": remarked,
+              "target_call": {"name": "book", "arguments": {**city, "remark": "window"}}},
+        "c": {"tools": tools, "messages": plain,
+              "target_call": {"name": "book", "arguments": {**city, "remark": "quiet"}}},
+    }  # fmt: skip
+    predictions = [
+        {"id": "a", "answers": {"0.city": '"Lima"', "0.people": "4", "0.remark": "null"}},
+        {"id": "b", "answers": {"0.remark": '"window"'}},
+        {"id": "c", "answers": {"0.remark": '"loud"', "1.code": '"X"'}},
+    ]
+    assert module.optionals(predictions, labels) == {
+        ("not named", "target leaves out", "null"): 1,  # required city / people not counted
+        ("named", "target writes", "same"): 1,
+        ("not named", "target writes", "other"): 1,  # another tool's row not counted
+    }
+
+
+def test_paired_counts_the_rows_each_report_alone_gets_right() -> None:
+    module = load_script("benchmarks", "sidecar_reading")
+    labels = {
+        key: {"tools": TOOLS, "target_call": {"name": "book", "arguments": {"city": "Lima",
+              "people": 4, **({"note": "quiet"} if key == "c" else {})}}}
+        for key in "ac"
+    }  # fmt: skip
+    items = {key: _item(key) for key in "ac"}
+    mine = [{"id": "a", "answers": {"0.note": "null", "0.city": '"Lima"'}},
+            {"id": "c", "answers": {"0.note": "null"}}]  # fmt: skip
+    other = [{"id": "a", "answers": {"0.note": '"x"'}}, {"id": "c", "answers": {"0.note": '"quiet"'}}]
+    found = module.rows(mine, labels, items)
+    # a's note: null now right; c's note: "quiet" was right; a's city not asked in other
+    assert module.paired(found, module.rows(other, labels, items)) == (1, 1)
