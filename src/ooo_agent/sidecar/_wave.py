@@ -197,6 +197,10 @@ class WavePlan:
     implied: dict[str, str] = field(default_factory=dict)
     """Answers known without asking, by row key: ``null`` for each optional parameter the
     request does not name (``WaveOptions.unnamed_nulls``); their rows are not in ``rows``."""
+    named: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Per tool name, the optional parameters the request names
+    (:func:`~ooo_agent.decoding.mentions.mentioned_parameters`), computed once per wave when
+    ``mentioned_values`` or ``unnamed_nulls`` reads them; else empty."""
 
     @classmethod
     def build(
@@ -223,32 +227,40 @@ class WavePlan:
                     tool_list=options.tool_list,
                 )[-1]
                 calibration = template(free.messages)
+        named: dict[str, tuple[str, ...]] = {}
+        if options.mentioned_values or options.unnamed_nulls:
+            from ooo_agent.decoding.mentions import mentioned_parameters
+
+            named = mentioned_parameters(request.messages, request.tools)
         implied: dict[str, str] = {}
         if options.unnamed_nulls:
-            rows, implied = _without_unnamed_optionals(request, rows)
+            rows, implied = _without_unnamed_optionals(request, rows, named)
         if options.max_rows is not None:
             rows = rows[: options.max_rows]
         prompts = [template(r.messages) for r in rows]
-        return cls(request, rows, prompts, known, choice, calibration, implied)
+        return cls(request, rows, prompts, known, choice, calibration, implied, named)
+
+
+def required_parameters(tool: Mapping[str, Any]) -> frozenset[str]:
+    """The required parameter names of an OpenAI tool dict (or a bare function dict)."""
+    function = loose_function(tool)
+    parameters = function.get("parameters") or {}
+    required = parameters.get("required") or ()
+    return frozenset(str(name) for name in required)
 
 
 def _without_unnamed_optionals(
-    request: SidecarRequest, rows: list[SemanticRow]
+    request: SidecarRequest, rows: list[SemanticRow], named: Mapping[str, tuple[str, ...]]
 ) -> tuple[list[SemanticRow], dict[str, str]]:
-    """``rows`` less the argument rows of optional parameters the request does not name,
-    and those rows' implied answers (``null``)."""
-    from ooo_agent.decoding.mentions import mentioned_parameters
-
-    named = mentioned_parameters(request.messages, request.tools)
+    """``rows`` less the argument rows of optional parameters the request does not name
+    (``named``: per tool name, those it names), and those rows' implied answers (``null``)."""
     kept: list[SemanticRow] = []
     implied: dict[str, str] = {}
     for row in rows:
         if row.kind == "argument_value" and row.function_index is not None:
-            function = loose_function(request.tools[row.function_index])
-            parameters = function.get("parameters")
-            required = parameters.get("required") if isinstance(parameters, Mapping) else None
-            optional = row.param not in (required if isinstance(required, list) else ())
-            if optional and row.param not in named.get(str(function.get("name", "")), ()):
+            tool = request.tools[row.function_index]
+            name = str(loose_function(tool).get("name", ""))
+            if row.param not in required_parameters(tool) and row.param not in named.get(name, ()):
                 implied[row.key] = "null"
                 continue
         kept.append(row)

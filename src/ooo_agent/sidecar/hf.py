@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +28,13 @@ import anyio
 import anyio.to_thread
 
 from ooo_agent.errors import ModelNotAvailableError, SidecarError
-from ooo_agent.formats._common import loose_function
-from ooo_agent.sidecar._wave import WaveAssembler, WaveOptions, WavePlan, WaveReport
+from ooo_agent.sidecar._wave import (
+    WaveAssembler,
+    WaveOptions,
+    WavePlan,
+    WaveReport,
+    required_parameters,
+)
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
 from ooo_agent.sidecar.batch import GenerationCancelled, RowResult, SharedPrefixGenerator
 from ooo_agent.sidecar.prompts import PromptTemplate, template_from_tokenizer
@@ -327,10 +332,7 @@ class HFSidecar:
             return None, None
         named: list[tuple[str, ...]] = []  # per offered tool, its named optional parameters
         if mentioned_values:
-            from ooo_agent.decoding.mentions import mentioned_parameters
-
-            found = mentioned_parameters(plan.request.messages, plan.request.tools)
-            named = [found.get(name, ()) for name, _ in tool_signatures(plan.request.tools)]
+            named = [plan.named.get(name, ()) for name, _ in tool_signatures(plan.request.tools)]
         tools = plan.request.tools
         commas_from: str | None = None
         if typed_values and plan.request.value_conventions:
@@ -345,7 +347,7 @@ class HFSidecar:
             if row.kind != "argument_value" or row.function_index is None or row.param is None:
                 continue
             tool = plan.request.tools[row.function_index]
-            needs_value = (required_values and row.param in _required_parameters(tool)) or (
+            needs_value = (required_values and row.param in required_parameters(tool)) or (
                 bool(named) and row.param in named[row.function_index]
             )
             if needs_value:
@@ -381,14 +383,6 @@ class HFSidecar:
                     found.add(token_id)
             self._null_ids = sorted(found)
         return self._null_ids
-
-
-def _required_parameters(tool: Mapping[str, Any]) -> frozenset[str]:
-    """The required parameter names of an OpenAI tool dict (or a bare function dict)."""
-    function = loose_function(tool)
-    parameters = function.get("parameters") or {}
-    required = parameters.get("required") or ()
-    return frozenset(str(name) for name in required)
 
 
 def _function_first(

@@ -403,7 +403,7 @@ def wave_fields(args: argparse.Namespace) -> SidecarDefaults:
         fields["mentioned_values"] = args.mentioned_values == "on"
     if args.typed_values != "auto":
         fields["typed_values"] = args.typed_values == "on"
-    if getattr(args, "unnamed_nulls", "auto") != "auto":
+    if args.unnamed_nulls != "auto":
         fields["unnamed_nulls"] = args.unnamed_nulls == "on"
     return fields
 
