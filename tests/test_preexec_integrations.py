@@ -26,6 +26,7 @@ pytestmark = pytest.mark.anyio
 
 TOOL_S = 0.25  # how long a tool runs
 DECODE_S = 0.35  # how long the fake target decodes (longer: a correct speculation finishes first)
+HINT_WAIT_S = 5.0  # how long past DECODE_S it waits for a wave that has not landed
 
 STARTS: list[tuple[str, dict[str, Any], float]] = []
 FINISHED: list[tuple[str, dict[str, Any]]] = []
@@ -42,8 +43,14 @@ def call_text(name: str, **arguments: Any) -> str:
 
 
 class SlowTarget(ReplayTarget):
-    """Decodes for ``decode_s`` seconds, then answers with the next output; records when each
-    generation ended."""
+    """Decodes for ``decode_s`` seconds, and past that until the sidecar's wave has landed
+    (at most ``HINT_WAIT_S``), then answers with the next output; records when each generation
+    ended.
+
+    The fixed sidecars here answer in 0.01 s, but on a loaded machine the event loop can stall
+    long enough for the target's timer to fire before the wave's task has even started; a
+    real decode that short would then finish before any hint, and there would be nothing to
+    pre-execute. Waiting for the wave keeps these tests about what happens once it lands."""
 
     def __init__(self, outputs: list[str], decode_s: float = DECODE_S) -> None:
         super().__init__(outputs)
@@ -52,6 +59,9 @@ class SlowTarget(ReplayTarget):
 
     async def generate(self, request: TargetRequest) -> Generation:
         await anyio.sleep(self.decode_s)
+        with anyio.move_on_after(HINT_WAIT_S):
+            while request.hint_box is not None and not request.hint_box.snapshot().complete:
+                await anyio.sleep(0.005)
         self.ended_at.append(time.perf_counter())
         return await super().generate(request)
 
