@@ -3,7 +3,7 @@
 Writes ``base + scale × (base with ADAPTER merged − base)`` as a plain transformers folder, to
 put under another adapter with ``ooo-agent eval-sidecar --base FOLDER``: does the target's
 reading come with its weights into the sidecar's rows? (docs/benchmarks.md §2.0zzzzzzzzzzz:
-it does not.)
+it does not; nor after an epoch of the sidecar trained on them, §2.0zzzzzzzzzzzz.)
 
     python benchmarks/merged_base.py --adapter adapters/smollm2-135m-toolcall --scale 0.5 \\
         --out runs/target-half
