@@ -132,20 +132,27 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _scripted_sidecar() -> tuple[Any, Any]:
+    """``(HFSidecar, tokenizer)`` over a scripted tiny model whose every row answers ``0``."""
+    from ooo_agent.sidecar.hf import HFSidecar
+    from sidecar_tiny import ScriptedLM, make_model, make_tokenizer
+
+    tokenizer = make_tokenizer()
+    zero = tokenizer.convert_tokens_to_ids("0")
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    model = ScriptedLM(make_model("qwen3", len(tokenizer)), {zero: end}, zero)
+    return HFSidecar(model, tokenizer), tokenizer
+
+
 @pytest.fixture(scope="module")
 def served() -> Iterator[tuple[str, Any, Any]]:
     """A scripted tiny model (every row answers ``0``) behind uvicorn on a free port."""
     pytest.importorskip("torch")
     pytest.importorskip("fastapi")
     uvicorn = pytest.importorskip("uvicorn")
-    from ooo_agent.sidecar.hf import HFSidecar
     from ooo_agent.sidecar.server import create_app
-    from sidecar_tiny import ScriptedLM, make_model, make_tokenizer
 
-    tokenizer = make_tokenizer()
-    zero = tokenizer.convert_tokens_to_ids("0")
-    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
-    sidecar = HFSidecar(ScriptedLM(make_model("qwen3", len(tokenizer)), {zero: end}, zero), tokenizer)
+    sidecar, tokenizer = _scripted_sidecar()
     port = _free_port()
     config = uvicorn.Config(create_app(sidecar.generator), host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
@@ -229,3 +236,32 @@ def test_models_and_request_validation(served: tuple[str, Any, Any]) -> None:
             assert response.status_code == status, body
             assert "message" in response.json()["error"]
         assert client.post("/v1/completions", content=b"{oops").status_code == 400
+
+
+def test_serve_prints_its_ready_line_once_listening(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``serve-sidecar`` serves through the listening-socket ``serve`` of ``ooo-agent serve``
+    (tested there: the line comes once a client can connect) and prints one ready line."""
+    pytest.importorskip("torch")
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from ooo_agent.sidecar.server import ready_line, serve
+
+    sidecar, _ = _scripted_sidecar()
+    seen: dict[str, Any] = {}
+
+    def fake_serve(app: Any, *, host: str, port: int, log_level: str, on_listening: Any) -> None:
+        seen.update(app=app, host=host, port=port)
+        assert capsys.readouterr().out == ""  # nothing claims readiness before the port listens
+        on_listening()
+
+    monkeypatch.setattr("ooo_agent.integrations.server.serve", fake_serve)
+    serve(sidecar.generator, host="127.0.0.1", port=8123, model_name="side")
+    out = capsys.readouterr().out
+    assert out == "serving sidecar 'side' on http://127.0.0.1:8123/v1\n"
+    assert out.strip() == ready_line("side", "127.0.0.1", 8123)
+    assert (seen["host"], seen["port"]) == ("127.0.0.1", 8123)
+    with TestClient(seen["app"]) as client:  # the app served is the sidecar's, under its name
+        assert [m["id"] for m in client.get("/v1/models").json()["data"]] == ["side"]

@@ -24,7 +24,7 @@ import anyio.to_thread
 
 from ooo_agent.sidecar.batch import SharedPrefixGenerator
 
-__all__ = ["create_app", "main", "serve"]
+__all__ = ["create_app", "main", "ready_line", "serve"]
 
 
 def _error(status: int, message: str, kind: str = "invalid_request_error") -> Any:
@@ -160,6 +160,11 @@ def _prompts(prompt: Any) -> tuple[list[Any], bool]:
     return list(prompt), False
 
 
+def ready_line(model_name: str, host: str, port: int) -> str:
+    """The line ``serve`` prints on stdout once the port listens (scripts wait for it)."""
+    return f"serving sidecar {model_name!r} on http://{host}:{port}/v1"
+
+
 def serve(
     generator: SharedPrefixGenerator,
     *,
@@ -167,11 +172,17 @@ def serve(
     port: int = 8001,
     model_name: str = "sidecar",
 ) -> None:
-    """Serve ``generator`` until interrupted."""
-    import uvicorn
+    """Serve ``generator`` until interrupted. Prints :func:`ready_line`, flushed, once the
+    port listens and before the server blocks, as ``ooo-agent serve`` does: a script that
+    waits for the line can connect at once."""
+    from ooo_agent.integrations.server import serve as serve_app
 
-    uvicorn.run(
-        create_app(generator, model_name=model_name), host=host, port=port, log_level="info"
+    serve_app(
+        create_app(generator, model_name=model_name),
+        host=host,
+        port=port,
+        log_level="info",
+        on_listening=lambda: print(ready_line(model_name, host, port), flush=True),
     )
 
 
