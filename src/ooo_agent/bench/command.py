@@ -27,11 +27,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ooo_agent.bench.runner import BENCH_MODES
 from ooo_agent.cli import CliError
 from ooo_agent.decoding.flags import add_constraint_options, constrained, constraint_options
+from ooo_agent.models.presets import SidecarDefaults
 
 __all__ = ["IDENTITY_EXIT", "add_arguments", "run_engine_benchmark", "run_from_args"]
 
 IDENTITY_EXIT = 3
 """Exit status when a speculative mode's output differs from vanilla's."""
+
+_WAVE_SETTINGS = tuple(SidecarDefaults.__annotations__)
+"""The ``WaveOptions`` fields a sidecar's model decides (``SidecarDefaults``); a run's settings
+record each as ``sidecar_<field>``."""
 
 
 def _modes(text: str) -> list[str]:
@@ -476,27 +481,11 @@ async def _run(args: argparse.Namespace) -> int:
             "sidecar_schedule": getattr(choice.sidecar, "schedule", None),
             "sidecar_follow_target": args.sidecar_follow == "on",
             "sidecar_follow_wait_s": args.sidecar_follow_wait,
-            "sidecar_function_choice": getattr(
-                getattr(choice.sidecar, "options", None), "function_choice", None
-            ),
-            "sidecar_relevance_weight": getattr(
-                getattr(choice.sidecar, "options", None), "relevance_weight", None
-            ),
-            "sidecar_tool_list": getattr(
-                getattr(choice.sidecar, "options", None), "tool_list", None
-            ),
-            "sidecar_required_values": getattr(
-                getattr(choice.sidecar, "options", None), "required_values", None
-            ),
-            "sidecar_mentioned_values": getattr(
-                getattr(choice.sidecar, "options", None), "mentioned_values", None
-            ),
-            "sidecar_typed_values": getattr(
-                getattr(choice.sidecar, "options", None), "typed_values", None
-            ),
-            "sidecar_unnamed_nulls": getattr(
-                getattr(choice.sidecar, "options", None), "unnamed_nulls", None
-            ),
+            # The wave settings the sidecar ran with (None: a sidecar without WaveOptions).
+            **{
+                f"sidecar_{name}": getattr(getattr(choice.sidecar, "options", None), name, None)
+                for name in _WAVE_SETTINGS
+            },
             **constraint_options(args),
             "target_threads": args.threads,
             "sidecar_threads": args.sidecar_threads,

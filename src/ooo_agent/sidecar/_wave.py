@@ -254,16 +254,18 @@ def _without_unnamed_optionals(
 ) -> tuple[list[SemanticRow], dict[str, str]]:
     """``rows`` less the argument rows of optional parameters the request does not name
     (``named``: per tool name, those it names), and those rows' implied answers (``null``)."""
+    asked = [  # per offered tool, the parameters whose rows are asked
+        required_parameters(tool) | set(named.get(str(loose_function(tool).get("name", "")), ()))
+        for tool in request.tools
+    ]
     kept: list[SemanticRow] = []
     implied: dict[str, str] = {}
     for row in rows:
-        if row.kind == "argument_value" and row.function_index is not None:
-            tool = request.tools[row.function_index]
-            name = str(loose_function(tool).get("name", ""))
-            if row.param not in required_parameters(tool) and row.param not in named.get(name, ()):
-                implied[row.key] = "null"
-                continue
-        kept.append(row)
+        unasked = row.function_index is not None and row.param not in asked[row.function_index]
+        if row.kind == "argument_value" and unasked:
+            implied[row.key] = "null"
+        else:
+            kept.append(row)
     return kept, implied
 
 
