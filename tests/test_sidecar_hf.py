@@ -1006,8 +1006,22 @@ def test_beside_such_a_target_a_free_string_adds_no_state_the_request_does_not_w
     tokenizer: Any,
 ) -> None:
     """The sidecar's own habit ("Boston, MA" for "in Boston") is not the target's, which writes
-    "City, State" only where the tool asks for it: the row closes the string instead."""
-    tool = _tool("weather", {"city": {"type": "string", "description": "The city."}})
+    "City, State" only where the tool asks for it: the row closes the string instead — and
+    where the place's description shows no comma, also when the request writes one."""
+    described = {"The city, as the user writes it.": True, "The city.": False}
+    for description, commas in described.items():
+        answers = _boston_answers(tokenizer, description)
+        assert answers == {
+            ("Weather in Boston today?", False): '"Boston, MA"',
+            ("Weather in Boston today?", True): '"Boston"',
+            ("Weather in Boston, MA today?", False): '"Boston, MA"',
+            # the request writes it; a target reading "The city." writes "Boston" all the same
+            ("Weather in Boston, MA today?", True): '"Boston, MA"' if commas else '"Boston"',
+        }, description
+
+
+def _boston_answers(tokenizer: Any, description: str) -> dict[tuple[str, bool], str]:
+    tool = _tool("weather", {"city": {"type": "string", "description": description}})
     tool["function"]["parameters"]["required"] = ["city"]
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in ['Ġ"', "B", "o", "s", "to", "n", ","]}
     ids |= {t: tokenizer.convert_tokens_to_ids(t) for t in ["Ġ", "M", "A", '"', "<|im_end|>"]}
@@ -1028,9 +1042,4 @@ def test_beside_such_a_target_a_free_string_adds_no_state_the_request_does_not_w
             answers[text, conventions] = anyio.run(sidecar.run_wave, request, HintBox()).answers[
                 "0.city"
             ]
-    assert answers == {
-        ("Weather in Boston today?", False): '"Boston, MA"',
-        ("Weather in Boston today?", True): '"Boston"',
-        ("Weather in Boston, MA today?", False): '"Boston, MA"',
-        ("Weather in Boston, MA today?", True): '"Boston, MA"',  # the request writes it
-    }
+    return answers

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import pytest
 import torch
 
-from ooo_agent.sidecar.values import ValueConstraint
+from ooo_agent.sidecar.values import ValueConstraint, comma_free_place
 
 VOCAB = [*'"ab12.[], nutrelx', "<end>"]  # one character a token, then the end of the turn
 END = VOCAB.index("<end>")
@@ -132,3 +132,31 @@ def test_a_free_string_holds_a_comma_only_where_the_request_writes_one() -> None
         {"type": "array", "items": {"type": "number"}}, _decode, stop_ids={END}, commas_from="x"
     )
     assert _pick(listed, "[1", [",", "]"]) == ","
+
+
+@pytest.mark.parametrize(
+    ("param", "description", "bare"),
+    [
+        ("city", "The city where the hotel is located.", True),
+        ("location", "Where the store is.", True),
+        ("where", "The destination of the drive.", True),
+        ("country", "The country.", True),
+        ("location", "The city and state, e.g. Boston, MA.", False),  # the description's comma
+        ("location", "Specify it as City, State.", False),
+        ("text", "The text to be translated.", False),  # no place: the request's commas stand
+        ("route", "The route to take.", False),
+        ("states", "Ids of the states of the machine.", False),
+    ],
+)
+def test_a_place_described_without_a_comma_takes_none(
+    param: str, description: str, bare: bool
+) -> None:
+    schema = {"type": "string", "description": description}
+    assert comma_free_place(param, schema) is bare
+    assert comma_free_place(param, "not a schema") is False
+
+
+def test_an_empty_commas_from_refuses_every_comma() -> None:
+    held = ValueConstraint({"type": "string"}, _decode, stop_ids={END}, commas_from="")
+    assert _pick(held, '"ab', [",", '"']) == '"'
+    assert held.complete('"ab"') and not held.complete('"a, b"')

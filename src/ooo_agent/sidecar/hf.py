@@ -41,7 +41,7 @@ from ooo_agent.sidecar.prompts import PromptTemplate, template_from_tokenizer
 from ooo_agent.sidecar.relevance import tool_relevance, with_relevance
 from ooo_agent.sidecar.rows import direct_call_start, parse_function_index, tool_signatures
 from ooo_agent.sidecar.slots import parameter_schemas
-from ooo_agent.sidecar.values import ValueConstraint
+from ooo_agent.sidecar.values import ValueConstraint, comma_free_place
 
 __all__ = ["ADAPTER_SUBFOLDERS", "PRIOR_CACHE", "HFSidecar"]
 
@@ -324,7 +324,8 @@ class HFSidecar:
         optional parameter the request names); with ``options.typed_values``, each row held to
         its parameter's schema (``constraints``) — as the target reads it when the request says
         the target holds values to conventions (``SidecarRequest.value_conventions``), a free
-        string then holding a comma only where the request writes it (``commas_from``)."""
+        string then holding a comma only where the request writes it (``commas_from``), and
+        none in a place its description shows without one (:func:`comma_free_place`)."""
         required_values, typed_values = self.options.required_values, self.options.typed_values
         # Not where the caller knows the target leaves named optionals to the model.
         mentioned_values = self.options.mentioned_values and plan.request.named_optionals is not False
@@ -354,14 +355,17 @@ class HFSidecar:
                 bans[i] = self.null_token_ids()
             if typed_values:
                 schema = parameter_schemas(tools[row.function_index]).get(row.param)
+                row_commas = (
+                    commas_from if commas_from is not None and free_string(schema) else None
+                )
+                if row_commas is not None and comma_free_place(row.param, schema):
+                    row_commas = ""  # no comma at all
                 constraints[i] = ValueConstraint(
                     schema if schema is not None else {},
                     self.generator.decode,
                     stop_ids=self.generator.stop_token_ids,
                     null_ok=not needs_value,
-                    commas_from=(
-                        commas_from if commas_from is not None and free_string(schema) else None
-                    ),
+                    commas_from=row_commas,
                 )
         steered = required_values or mentioned_values
         return (bans if steered else None), (constraints if typed_values else None)

@@ -20,7 +20,8 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -29,7 +30,30 @@ from ooo_agent.decoding.constraint import runner_up
 from ooo_agent.formats._scan import INCOMPLETE, INVALID, ValueShape, json_value_end
 from ooo_agent.sidecar.slots import normalize_schema
 
-__all__ = ["ValueConstraint"]
+__all__ = ["ValueConstraint", "comma_free_place"]
+
+_PLACE_WORD = re.compile(
+    r"city|location|address|place|destination|town|origin|venue|region|country|\bstate\b",
+    re.IGNORECASE,
+)
+
+
+def comma_free_place(param: str, schema: Any) -> bool:
+    """Whether a string parameter is a place whose description shows it without a comma
+    ("The city where the hotel is located."): beside a target that holds values to conventions
+    such a row answers without any comma (``commas_from=""``), as the target writes "Tokyo"
+    for the request's "Tokyo, Japan" there, where a small sidecar copies the request's whole
+    "Tokyo, Japan". Where the description writes a comma ("e.g. Boston, MA"), or the parameter
+    is no place (a message, a route), the request's own commas stand (docs/benchmarks.md
+    §2.0zzzzzzzzzzzzzz)."""
+    if not isinstance(schema, Mapping):
+        return False
+    description = schema.get("description")
+    description = description if isinstance(description, str) else ""
+    if "," in description:
+        return False
+    return _PLACE_WORD.search(param) is not None or _PLACE_WORD.search(description) is not None
+
 
 MAX_LEADING_WS = 4
 """Characters of whitespace an answer may start with (a chat model may write `` "Paris"``)."""
