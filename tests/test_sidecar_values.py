@@ -146,6 +146,11 @@ def test_a_free_string_holds_a_comma_only_where_the_request_writes_one() -> None
         ("text", "The text to be translated.", False),  # no place: the request's commas stand
         ("route", "The route to take.", False),
         ("states", "Ids of the states of the machine.", False),
+        ("start_location", "Where to start.", True),  # a name's parts are words
+        ("cityName", "Its name.", True),
+        ("company", "The company to report the revenue for.", False),  # not "venue"
+        ("original_text", "The original text.", False),  # not "origin"
+        ("note", "Free text such as the capacity needed.", False),
     ],
 )
 def test_a_place_described_without_a_comma_takes_none(

@@ -33,9 +33,11 @@ from ooo_agent.sidecar.slots import normalize_schema
 __all__ = ["ValueConstraint", "comma_free_place"]
 
 _PLACE_WORD = re.compile(
-    r"city|location|address|place|destination|town|origin|venue|region|country|\bstate\b",
+    r"\b(?:city|cities|location|address|place|destination|town|origin|venue|region|country"
+    r"|state)\b",
     re.IGNORECASE,
 )
+_NAME_PARTS = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_.-]")
 
 
 def comma_free_place(param: str, schema: Any) -> bool:
@@ -52,7 +54,8 @@ def comma_free_place(param: str, schema: Any) -> bool:
     description = description if isinstance(description, str) else ""
     if "," in description:
         return False
-    return _PLACE_WORD.search(param) is not None or _PLACE_WORD.search(description) is not None
+    words = _NAME_PARTS.sub(" ", param)  # start_location, cityName: whole words
+    return _PLACE_WORD.search(words) is not None or _PLACE_WORD.search(description) is not None
 
 
 MAX_LEADING_WS = 4
