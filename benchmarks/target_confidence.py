@@ -15,7 +15,9 @@ A value's tokens are those that overlap its text in the call, less a last token 
 runs past it (``"}`` ends the value and the call at once: a choice about what follows). The
 probabilities are the unconstrained model's: where the demo's decoding constraint masked a
 token, the target's choice was narrower than read here. Rows of arguments the target left
-out have no value tokens and are counted apart.
+out have no value tokens and are counted apart. ``--rows-out ROWS.jsonl`` writes every row
+(request, parameter, the target's value, the sidecar's answer, hit, least sure token, bin), to
+read the misses of one bin.
 """
 
 from __future__ import annotations
