@@ -34,7 +34,7 @@ import argparse
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -129,15 +129,17 @@ def paired(
     )
 
 
-def summary(found: Iterable[tuple[str, str, str, bool]]) -> dict[str, dict[str, int]]:
-    """Hits and rows per group, and over all rows."""
+def summary(
+    found: Iterable[tuple[str, str, str, bool]], groups: Sequence[str] = GROUPS
+) -> dict[str, dict[str, int]]:
+    """Hits and rows per group (reported in the order of ``groups``), and over all rows."""
     hits: Counter[str] = Counter()
     totals: Counter[str] = Counter()
     for _, _, group, hit in found:
         for key in (group, "all"):
             totals[key] += 1
             hits[key] += hit
-    return {key: {"hits": hits[key], "n": totals[key]} for key in (*GROUPS, "all") if totals[key]}
+    return {key: {"hits": hits[key], "n": totals[key]} for key in (*groups, "all") if totals[key]}
 
 
 def main(argv: list[str] | None = None) -> int:

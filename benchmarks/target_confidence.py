@@ -25,10 +25,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from sidecar_reading import rows, summary  # a sibling script
 
 BINS = ("sure (every token >= 90 %)", "unsure (a token 50-90 %)", "close (a token < 50 %)")
 LEFT_OUT = "left out (no value tokens)"
@@ -83,15 +85,8 @@ def split(
 ) -> dict[str, dict[str, int]]:
     """Rows and sidecar hits per bin of the target's least sure value token (``sure`` by
     request id and parameter; a parameter absent there was left out by the target)."""
-    hits: Counter[str] = Counter()
-    totals: Counter[str] = Counter()
-    for rid, param, _, hit in found:
-        key = bin_of(sure.get((rid, param)))
-        for k in (key, "all"):
-            totals[k] += 1
-            hits[k] += hit
-    order = (*BINS, LEFT_OUT, "all")
-    return {k: {"hits": hits[k], "n": totals[k]} for k in order if totals[k]}
+    binned = ((rid, param, bin_of(sure.get((rid, param))), hit) for rid, param, _, hit in found)
+    return summary(binned, (*BINS, LEFT_OUT))
 
 
 def target_sureness(
@@ -139,9 +134,6 @@ def main(argv: list[str] | None = None) -> int:
     from ooo_agent.bench.datasets import load_bfcl
     from ooo_agent.sidecar.rows import tool_signatures
     from ooo_agent.targets.hf import HFTarget
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from sidecar_reading import rows
 
     if args.threads:
         torch.set_num_threads(args.threads)
