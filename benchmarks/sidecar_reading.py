@@ -25,7 +25,7 @@ the request names them (:func:`~ooo_agent.decoding.mentions.mentioned_parameters
 whether the target wrote them, counting the sidecar's null, the target's value and another
 value (docs/benchmarks.md §2.0zzzzzzzzzzz). ``--against OTHER`` counts the rows this report
 gets right and ``OTHER`` (another ``eval-sidecar`` report on the same labels) does not, and
-the reverse.
+the reverse, and the requests whose answers differ at all.
 """
 
 from __future__ import annotations
@@ -129,6 +129,14 @@ def paired(
     )
 
 
+def changed(
+    predictions: Iterable[Mapping[str, Any]], other: Iterable[Mapping[str, Any]]
+) -> list[str]:
+    """Ids of the requests (in both reports) whose rows' answers differ between them."""
+    theirs = {p["id"]: p["answers"] for p in other}
+    return [p["id"] for p in predictions if p["id"] in theirs and p["answers"] != theirs[p["id"]]]
+
+
 def summary(
     found: Iterable[tuple[str, str, str, bool]], groups: Sequence[str] = GROUPS
 ) -> dict[str, dict[str, int]]:
@@ -174,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         other = json.loads(args.against.read_text(encoding="utf-8"))
         gained, lost = paired(found, rows(other["predictions"], labels, items))
         print(f"rows right here and not in {args.against.name}: {gained}; the reverse: {lost}")
+        moved = changed(report["predictions"], other["predictions"])
+        print(f"requests whose answers differ: {len(moved)} of {len(report['predictions'])}")
     return 0
 
 

@@ -118,3 +118,17 @@ def test_paired_counts_the_rows_each_report_alone_gets_right() -> None:
     found = module.rows(mine, labels, items)
     # a's note: null now right; c's note: "quiet" was right; a's city not asked in other
     assert module.paired(found, module.rows(other, labels, items)) == (1, 1)
+
+
+def test_changed_lists_the_requests_whose_answers_differ() -> None:
+    module = load_script("benchmarks", "sidecar_reading")
+    mine = [
+        {"id": "a", "answers": {"0.city": '"Lima"'}},
+        {"id": "b", "answers": {"0.city": '"Lima"'}},
+        {"id": "c", "answers": {}},
+    ]
+    theirs = [
+        {"id": "a", "answers": {"0.city": '"Lima, PE"'}},
+        {"id": "b", "answers": {"0.city": '"Lima"'}},
+    ]
+    assert module.changed(mine, theirs) == ["a"]  # "c" is not in both
