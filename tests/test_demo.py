@@ -13,7 +13,10 @@ def test_demo_replays_recorded_outputs_when_no_model(monkeypatch: pytest.MonkeyP
     assert main(["demo"]) == 0
     out = capsys.readouterr().out
     assert "Replaying recorded outputs" in out
-    assert out.count("validated → ok") == len(demo.DEMO_REQUESTS)
+    calls = [r for r in demo.RECORDED if r.startswith("<tool_call>")]
+    assert len(calls) == len(demo.DEMO_REQUESTS) - 1  # the last request fits no tool
+    assert out.count("validated → ok") == len(calls)
+    assert "text: \"You're welcome! Have a great day.\"" in out
     assert '"status": "processing"' in out  # get_order_status really ran
 
 
@@ -33,3 +36,18 @@ def test_demo_on_the_embedded_model(capsys: pytest.CaptureFixture[str]) -> None:
     assert "identical" in out and "NO" not in out
     # The ooo run's sidecar: its hint, or why there was none (timing decides which).
     assert "sidecar hint (" in out or "sidecar: no finished hint (" in out
+
+
+@pytest.mark.slow
+def test_the_demo_target_declines_a_request_no_tool_serves(capsys: pytest.CaptureFixture[str]) -> None:
+    from ooo_agent.errors import ModelNotAvailableError
+    from ooo_agent.models import load_preset
+
+    try:
+        load_preset("smollm2-135m-toolcall")
+    except ModelNotAvailableError as exc:
+        pytest.skip(f"embedded tool-calling adapter not available: {exc}")
+    assert main(["demo", demo.DEMO_REQUESTS[-1]]) == 0
+    out = capsys.readouterr().out
+    assert "declined to call" in out and "validated" not in out
+    assert "identical" in out and "NO" not in out

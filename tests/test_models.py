@@ -350,3 +350,6 @@ def test_from_preset_prompts_with_the_presets_format_unless_told_otherwise() -> 
         pytest.skip(f"embedded target not available: {exc}")
     assert target.format.name == "hermes-description-first"
     assert HFTarget(target.model, target.tokenizer).format.name == "hermes"
+    # And declines where it is not sure a call is wanted, unless told otherwise.
+    assert target.decline_below == 0.98
+    assert HFTarget(target.model, target.tokenizer).decline_below is None

@@ -155,9 +155,13 @@ def test_engine_generator_decodes_with_the_targets_own_loop() -> None:
     model = tiny_model("qwen2", "sdpa", vocab_size=len(tokenizer), seed=21)
     target = HFTarget(model, tokenizer, "hermes")
     item = load_bfcl("simple_python", limit=1)[0]
-    text, new_tokens = engine_generator(target, mode="toolspec", max_new_tokens=12)(item)
+    text, new_tokens, declined = engine_generator(target, mode="toolspec", max_new_tokens=12)(item)
     plain = target.generate_sync(
         TargetRequest(item.messages, item.tools, mode="vanilla", max_new_tokens=12)
     )
     assert (text, new_tokens) == (plain.text, plain.stats.new_tokens)
     assert 0 < new_tokens <= 12
+    assert declined is False  # no decline policy
+    # With one that always declines, the generator says so (scored as no call).
+    target.decline_below = 1.0
+    assert engine_generator(target, mode="toolspec", max_new_tokens=12)(item)[2] is True

@@ -164,6 +164,12 @@ class DecodeStats:
     """Tokens where constrained decoding (``HFTarget(constrain_names=True)`` /
     ``constrain_json=True``) wrote another token than the model's argmax, to keep a call's
     function name among the offered tools or its JSON well-formed."""
+    call_probability: float | None = None
+    """The target's probability, at its first token, of opening a call (set when it was asked:
+    ``HFTarget(decline_below=...)``)."""
+    declined: bool = False
+    """The target answered without a call because ``call_probability`` was below its
+    ``decline_below`` (``HFTarget``)."""
 
     @property
     def decode_steps(self) -> int:

@@ -1,6 +1,7 @@
 """`ooo-agent demo`: the SDK end to end on the embedded default model.
 
-Registers a few ordinary business tools, sends plain requests through `FastToolCaller`, and
+Registers a few ordinary business tools, sends plain requests through `FastToolCaller` (the
+last one no tool serves: the target declines to call), and
 shows each call, its validation, the dispatched result, and — on the embedded model — vanilla vs
 toolspec vs ooo side by side (target forward passes, wall-clock time from the request's arrival).
 Without the embedded model (no `hf` extra or no adapter yet) it replays recorded outputs of that
@@ -89,6 +90,7 @@ DEMO_REQUESTS = [
     "What's the weather like in Lisbon right now?",
     "Please refund 19.99 on order B2001, the item arrived damaged.",
     "Has order D-9001 shipped yet?",
+    "Thanks, that's all for today!",  # no tool serves it: the target declines (decline_below)
 ]
 
 RECORDED = [
@@ -97,6 +99,7 @@ RECORDED = [
     '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lisbon", "unit": "celsius"}}\n</tool_call>',
     '<tool_call>\n{"name": "refund_order", "arguments": {"order_id": "B2001", "amount": 19.99, "reason": "damaged item"}}\n</tool_call>',
     '<tool_call>\n{"name": "get_order_status", "arguments": {"order_id": "D-9001"}}\n</tool_call>',
+    "You're welcome! Have a great day.",
 ]
 
 
@@ -104,11 +107,12 @@ def _load_embedded(console: Console) -> tuple[dict[Mode, Target], Any] | None:
     """One target per mode over the same weights, so that no mode's memory (retrieval of
     earlier outputs, prefix cache, learned draft rates) ever sees another mode's answer."""
     try:
-        from ooo_agent.models import load_preset, target_format
+        from ooo_agent.models import load_preset, target_decline_below, target_format
         from ooo_agent.targets.hf import HFTarget
 
         model, tokenizer = load_preset("smollm2-135m-toolcall")
         fmt = target_format("smollm2-135m-toolcall")
+        decline_below = target_decline_below("smollm2-135m-toolcall")
     except Exception as exc:
         console.print(f"[yellow]Embedded model unavailable ({exc}).[/]")
         return None
@@ -116,7 +120,8 @@ def _load_embedded(console: Console) -> tuple[dict[Mode, Target], Any] | None:
     # (required ones included, and the optional ones the request names; values of the
     # declared types, written as the tool and the request say: a rate stated in percent as a
     # fraction, "City, State" where asked, amounts whole), in every mode alike (the modes stay
-    # token-identical to constrained greedy decoding).
+    # token-identical to constrained greedy decoding); no call where the target's first token
+    # gives one less than the preset's threshold.
     targets: dict[Mode, Target] = {
         mode: HFTarget(
             model,
@@ -126,6 +131,7 @@ def _load_embedded(console: Console) -> tuple[dict[Mode, Target], Any] | None:
             constrain_names=True,
             constrain_mentioned=True,
             constrain_values=True,
+            decline_below=decline_below,
         )
         for mode in ("vanilla", "toolspec", "ooo")
     }
@@ -147,10 +153,16 @@ def _show(console: Console, request: str, result: CallResult) -> None:
         console.print(f"  [cyan]{call.name}[/]({call.arguments}) validated → {status} {res.content()}")
     for error in result.errors:
         console.print(f"  [red]rejected[/] {error.kind.value}: {error.message}")
+    decode = result.stats.decode
+    if decode.declined and decode.call_probability is not None:
+        console.print(
+            f"  [yellow]declined to call[/] (a call's first token at {decode.call_probability:.1%},"
+            " below the preset's threshold)"
+        )
     if not result.calls and not result.errors:
         console.print(f"  text: {result.text!r}")
-    if result.stats.decode.constrained_tokens:
-        changed = result.stats.decode.constrained_tokens
+    if decode.constrained_tokens and not decode.declined:  # declining changes a token too
+        changed = decode.constrained_tokens
         console.print(f"  [dim]constrained decoding changed {changed} token(s) of the call[/]")
 
 
@@ -189,7 +201,8 @@ async def _run(console: Console, requests: Sequence[str]) -> int:
         "Decoding with calls constrained to the offered tools and their schemas "
         "and the optional parameters a request names, values as the tool and the request say "
         "(HFTarget(constrain_names=True, constrain_mentioned=True, constrain_values=True)), "
-        "in every mode."
+        "and no call where the target is not sure one is wanted "
+        f"(decline_below={getattr(targets['vanilla'], 'decline_below', None)}), in every mode."
     )
     callers = {mode: FastToolCaller(target, sidecar, mode=mode) for mode, target in targets.items()}
     table = Table(title="Same model, same run: vanilla vs toolspec vs ooo (time from arrival)")

@@ -26,7 +26,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ooo_agent.bench.runner import BENCH_MODES
 from ooo_agent.cli import CliError
-from ooo_agent.decoding.flags import add_constraint_options, constrained, constraint_options
+from ooo_agent.decoding.flags import (
+    add_constraint_options,
+    add_decline_option,
+    constrained,
+    constraint_options,
+)
 from ooo_agent.models.presets import SidecarDefaults
 
 __all__ = ["IDENTITY_EXIT", "add_arguments", "run_engine_benchmark", "run_from_args"]
@@ -222,6 +227,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "preset's own setting, else off",
     )
     add_constraint_options(add, scope="every mode: ")
+    add_decline_option(add, scope="every mode: ")
     add("--threads", type=int, default=1, help="torch CPU threads of the target (default 1)")
     add("--sidecar-threads", type=int, default=1, help="torch CPU threads of the sidecar")
     add("--max-new-tokens", type=int, default=256)
@@ -312,6 +318,8 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
         raise CliError(
             "--constrain-*: mode hf-pld (transformers' generate) cannot constrain decoding"
         )
+    if args.decline_below is not None and "hf-pld" in (args.modes or []):
+        raise CliError("--decline-below: mode hf-pld (transformers' generate) cannot decline")
     if args.data:
         pools = [load_jsonl(args.data)[args.skip :]]
     else:
@@ -402,7 +410,9 @@ async def _run(args: argparse.Namespace) -> int:
                 m
                 for m in BENCH_MODES
                 if (m != "ooo" or choice.sidecar is not None)
-                and not (m == "hf-pld" and constrained(args))
+                and not (
+                    m == "hf-pld" and (constrained(args) or args.decline_below is not None)
+                )
             ]
         )
         if "ooo" in modes and choice.sidecar is None:
@@ -422,7 +432,7 @@ async def _run(args: argparse.Namespace) -> int:
             threads=args.threads, prefix_reuse=not args.no_prefix_reuse,
             max_new_tokens=args.max_new_tokens, sidecar_timeout=args.sidecar_timeout,
             pld_tokens=args.pld_tokens, node_budget=node_budget, max_draft_tokens=max_draft,
-            **constraint_options(args),
+            decline_below=args.decline_below, **constraint_options(args),
         )  # fmt: skip
         schedule = [(item, True) for item in warmups] + [(item, False) for item in measured]
         with Progress(
@@ -487,6 +497,7 @@ async def _run(args: argparse.Namespace) -> int:
                 for name in _WAVE_SETTINGS
             },
             **constraint_options(args),
+            "decline_below": args.decline_below,
             "target_threads": args.threads,
             "sidecar_threads": args.sidecar_threads,
             "sidecar_process": args.sidecar_process,

@@ -105,6 +105,7 @@ def build_runners(
     constrain_values: bool = False,
     node_budget: int | None = None,
     max_draft_tokens: int | None = None,
+    decline_below: float | None = None,
 ) -> dict[str, ModeRunner]:
     """A :class:`ModeRunner` per mode, all over ``model`` (one target instance each).
 
@@ -114,7 +115,8 @@ def build_runners(
     well-formed-call / arguments-follow-the-schema / named-optional-parameters-too /
     value-conventions-too constraint (``hf-pld``, transformers' own loop, cannot).
     ``node_budget`` / ``max_draft_tokens``: every ``HFTarget`` mode's tree size and draft length
-    (``None``: ``HFTarget``'s defaults).
+    (``None``: ``HFTarget``'s defaults). ``decline_below``: every ``HFTarget`` mode's decline
+    policy (``hf-pld`` has none).
     """
     from ooo_agent.bench.baselines import PromptLookupTarget
     from ooo_agent.targets.hf import DEFAULT_MAX_DRAFT_TOKENS, DEFAULT_NODE_BUDGET, HFTarget
@@ -131,7 +133,7 @@ def build_runners(
         or constrain_mentioned
         or constrain_values
     )
-    if constrained and "hf-pld" in modes:
+    if (constrained or decline_below is not None) and "hf-pld" in modes:
         raise ValueError("mode 'hf-pld' (transformers' generate) cannot constrain decoding")
     runners: dict[str, ModeRunner] = {}
     for name in modes:
@@ -151,6 +153,7 @@ def build_runners(
                 constrain_arguments=constrain_arguments,
                 constrain_mentioned=constrain_mentioned,
                 constrain_values=constrain_values,
+                decline_below=decline_below,
                 node_budget=DEFAULT_NODE_BUDGET if node_budget is None else node_budget,
                 max_draft_tokens=(
                     DEFAULT_MAX_DRAFT_TOKENS if max_draft_tokens is None else max_draft_tokens

@@ -1,6 +1,7 @@
 """The ``--constrain-*`` options of every command that decodes with an
-:class:`~ooo_agent.targets.hf.HFTarget` (``bench``, ``eval_target``, ``sidecar_data``): one
-definition, so the commands name and explain the same decoding the same way."""
+:class:`~ooo_agent.targets.hf.HFTarget` (``bench``, ``eval_target``, ``sidecar_data``), and
+``--decline-below`` (``bench``, ``eval_target``): one definition, so the commands name and
+explain the same decoding the same way."""
 
 from __future__ import annotations
 
@@ -53,6 +54,30 @@ def add_constraint_options(add: Callable[..., Any], *, scope: str = "") -> None:
             action="store_true",
             help=f"{scope}{text} (HFTarget({keyword}=True))",
         )
+
+
+def probability(text: str) -> float:
+    """An argparse type: a probability in [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1: {text!r}")
+    return value
+
+
+def add_decline_option(add: Callable[..., Any], *, scope: str = "") -> None:
+    """Add ``--decline-below P`` with ``add`` (``HFTarget(decline_below=P)``)."""
+    add(
+        "--decline-below",
+        type=probability,
+        default=None,
+        metavar="P",
+        help=f"{scope}answer without a call when the target's probability of opening one, at "
+        "its first token, is below P (HFTarget(decline_below=P); the embedded preset's is "
+        "0.98; default: off)",
+    )
 
 
 def constraint_options(args: argparse.Namespace) -> ConstraintOptions:

@@ -92,6 +92,14 @@ class ChatFormat(ABC):
         """The drafting skeleton for these tools."""
 
     @property
+    def call_opening(self) -> str:
+        """The text a call opens with before its JSON (``<tool_call>`` in the Hermes format),
+        read off :meth:`render_calls`; empty where a call is bare JSON."""
+        text = self.render_calls([("f", {})])
+        cuts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+        return text[: min(cuts)].strip() if cuts else ""
+
+    @property
     @abstractmethod
     def stop_strings(self) -> tuple[str, ...]:
         """Text after which the model has finished its turn (besides EOS / end of turn)."""

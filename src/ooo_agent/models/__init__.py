@@ -26,6 +26,7 @@ from ooo_agent.models.presets import (
     sidecar_dtype,
     sidecar_tool_list,
     sidecar_wave_defaults,
+    target_decline_below,
     target_format,
 )
 from ooo_agent.models.smollm2 import (
@@ -61,5 +62,6 @@ __all__ = [
     "sidecar_tool_list",
     "sidecar_wave_defaults",
     "smollm2_dir",
+    "target_decline_below",
     "target_format",
 ]

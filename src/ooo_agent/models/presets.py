@@ -101,6 +101,9 @@ class Preset:
     without asking by default (``WaveOptions.unnamed_nulls``)."""
     format: str = "hermes"
     """Targets: the call format ``HFTarget.from_preset`` prompts with by default."""
+    decline_below: float | None = None
+    """Targets: ``HFTarget.from_preset``'s decline threshold by default (``None``: never
+    declines); see :mod:`ooo_agent.decoding.decline`."""
 
     @property
     def from_hub(self) -> bool:
@@ -129,6 +132,10 @@ PRESETS: dict[str, Preset] = {
             # It picks the offered tool far more often with each description before its
             # name (docs/benchmarks.md §2.0n); calls are written the same way.
             format="hermes-description-first",
+            # It calls a tool for nearly every request, one no tool serves too; it answers in
+            # words when its first token gives a call less than 98 % (docs/benchmarks.md
+            # §2.0zzzzzzzzzzzzzzz).
+            decline_below=0.98,
         ),
         Preset(
             name="smollm2-135m-sidecar",
@@ -229,6 +236,12 @@ def sidecar_required_values(spec: str) -> bool:
     """Whether a sidecar named ``spec`` answers a required parameter's row with a value by
     default (:func:`sidecar_wave_defaults`)."""
     return sidecar_wave_defaults(spec)["required_values"]
+
+
+def target_decline_below(spec: str) -> float | None:
+    """A target preset's decline threshold (``None`` for a folder or a preset without one)."""
+    preset = PRESETS.get(spec)
+    return preset.decline_below if preset is not None else None
 
 
 def target_format(spec: str) -> str:

@@ -31,7 +31,9 @@ from ooo_agent.targets.base import MODES, Generation, Mode, TargetRequest
 if TYPE_CHECKING:
     import torch
 
-    from ooo_agent.decoding.constraint import CallConstraint
+    from ooo_agent.calls import RawCall
+    from ooo_agent.decoding.constraint import CallConstraint, TokenConstraint
+    from ooo_agent.decoding.decline import DeclinePolicy
     from ooo_agent.decoding.drafts.hint import HintReader
     from ooo_agent.decoding.drafts.memory import RetrievalMemory
     from ooo_agent.decoding.drafts.ngram import NgramDrafter
@@ -74,6 +76,12 @@ class HFTarget:
     a rate stated in percent as a fraction, an enum option the request names, a place asked
     for as "City, State" so, an amount written whole (:mod:`ooo_agent.decoding.conventions`). Off by default (plain greedy
     decoding).
+    ``decline_below`` (None: off) answers without a call when, at the first token, the model's
+    probability of opening one is below it (:mod:`ooo_agent.decoding.decline`): the answer is
+    then the model's words, every mode alike, and ``stats.declined`` says so;
+    ``stats.call_probability`` holds that probability wherever the policy was asked — a turn
+    that answers a user's message with tools offered (after a tool's result, whether to call
+    again is left to the model).
     """
 
     def __init__(
@@ -97,6 +105,7 @@ class HFTarget:
         constrain_arguments: bool = False,
         constrain_mentioned: bool = False,
         constrain_values: bool = False,
+        decline_below: float | None = None,
     ) -> None:
         import torch
 
@@ -113,6 +122,8 @@ class HFTarget:
             raise ValueError("node_budget must be >= 0")
         if max_draft_tokens < 0:
             raise ValueError("max_draft_tokens must be >= 0")
+        if decline_below is not None and not 0 <= decline_below <= 1:
+            raise ValueError("decline_below must be between 0 and 1 (or None: off)")
         self.model = model.eval()
         self.tokenizer = tokenizer
         self._format = get_format(format)
@@ -128,6 +139,7 @@ class HFTarget:
         )
         self.constrain_mentioned = constrain_mentioned
         self.constrain_values = constrain_values
+        self.decline_below = decline_below
         self.engine: DecodeEngine = DecodeEngine(
             model, prefix_reuse=prefix_reuse, split_head=split_head
         )
@@ -138,6 +150,7 @@ class HFTarget:
         # Acceptance rates carry over between calls: a drafter's quality is stable.
         self.rates: AcceptanceRates = AcceptanceRates()
         self._skeletons: dict[str, CallSkeleton] = {}
+        self._call_start: frozenset[int] | None = None
         self._serial = threading.Lock()
 
     @classmethod
@@ -172,13 +185,16 @@ class HFTarget:
 
         ``HFTarget.from_preset()`` is the embedded default: SmolLM2-135M-Instruct with the
         project's tool-calling adapter, Hermes calls with each tool's description listed
-        before its name (the preset's ``format``; pass ``format=`` to choose another). Raises
+        before its name (the preset's ``format``; pass ``format=`` to choose another), no call
+        where its first token gives one less than 98 % (the preset's ``decline_below``; pass
+        ``decline_below=None`` to always let it call). Raises
         :class:`~ooo_agent.errors.ModelNotAvailableError` when the preset cannot be obtained.
         """
-        from ooo_agent.models import load_preset, target_format
+        from ooo_agent.models import load_preset, target_decline_below, target_format
 
         model, tokenizer = load_preset(name, merge=True, dtype=dtype)
         kwargs.setdefault("format", target_format(name))
+        kwargs.setdefault("decline_below", target_decline_below(name))
         return cls(model, tokenizer, **kwargs)
 
     # -- Target protocol -----------------------------------------------------------------
@@ -268,6 +284,23 @@ class HFTarget:
             arguments=self.constrain_arguments,
         )
 
+    def _decline_policy(self, constraint: TokenConstraint | None) -> DeclinePolicy | None:
+        """The first-token decline policy around ``constraint`` (None when off)."""
+        if self.decline_below is None:
+            return None
+        from ooo_agent.decoding.decline import DeclinePolicy, call_start_ids
+
+        if self._call_start is None:
+            call = self._format.render_calls([("f", {})])
+            self._call_start = call_start_ids(self.codec.encode, call)
+        return DeclinePolicy(
+            self._call_start,
+            self.decline_below,
+            self.codec.decode,
+            marker=self._format.call_opening,
+            inner=constraint,
+        )
+
     def _render_hint(self, hint: Hint) -> str | None:
         if hint.function is None:
             return None
@@ -287,7 +320,10 @@ class HFTarget:
         stop = StopCondition.of(self.end_ids, self._format.stop_strings, self.codec.decode)
         tools = self._decoding_tools(request)
         plan = None if request.mode == "vanilla" else _Speculation(self, request, prompt, tools)
-        constraint = self._constraint(tools)
+        constraint: TokenConstraint | None = self._constraint(tools)
+        policy = self._decline_policy(constraint) if _asks_afresh(request) else None
+        if policy is not None:
+            constraint = policy
         try:
             with self._serial:
                 result = self.engine.decode(
@@ -311,7 +347,23 @@ class HFTarget:
         tokens = result.token_ids
         self.memory.add(result.prompt_hidden, tokens)
         body = tokens[:-1] if tokens and tokens[-1] in self.end_ids else tokens
-        return Generation(text=self.codec.decode(body), token_ids=tokens, stats=result.stats)
+        text = self.codec.decode(body)
+        if policy is None:
+            return Generation(text=text, token_ids=tokens, stats=result.stats)
+        result.stats.call_probability = policy.call_probability
+        result.stats.declined = policy.declined
+        # Declined: the answer is words, whatever JSON they might quote.
+        calls: list[RawCall] | None = [] if policy.declined else None
+        return Generation(text=text, raw_calls=calls, token_ids=tokens, stats=result.stats)
+
+
+def _asks_afresh(request: TargetRequest) -> bool:
+    """Whether the decline policy applies: tools are offered and the turn answers a user's
+    message (not a tool's result, where another call or the final answer is the model's own
+    choice)."""
+    if not request.tools or not request.messages:
+        return False
+    return request.messages[-1].get("role") == "user"
 
 
 class _Speculation:

@@ -35,7 +35,12 @@ from typing import Any
 
 from ooo_agent.bench.ast_check import check, names_match
 from ooo_agent.bench.datasets import BenchItem, load_bfcl, load_jsonl
-from ooo_agent.decoding.flags import add_constraint_options, constrained, constraint_options
+from ooo_agent.decoding.flags import (
+    add_constraint_options,
+    add_decline_option,
+    constrained,
+    constraint_options,
+)
 from ooo_agent.errors import DatasetError
 from ooo_agent.formats.base import ChatFormat
 from ooo_agent.targets.base import Mode
@@ -54,8 +59,10 @@ __all__ = [
     "score_output",
 ]
 
-Generate = Callable[[BenchItem], tuple[str, int]]
-"""``item -> (output text, new tokens)``: one greedy answer to the item's request."""
+Generate = Callable[[BenchItem], "tuple[str, int] | tuple[str, int, bool]"]
+"""``item -> (output text, new tokens[, declined])``: one greedy answer to the item's request;
+``declined`` (default False) when the target answered without a call by its decline policy
+(``HFTarget(decline_below=...)``): the output then holds no call, whatever it quotes."""
 
 
 @dataclass
@@ -73,6 +80,8 @@ class ItemScore:
     """Why ``ast`` failed: ``malformed`` (unparseable output) or the AST check's kind."""
     new_tokens: int = 0
     seconds: float = 0.0
+    declined: bool = False
+    """The target declined to call (its decline policy): scored as an answer with no call."""
 
 
 @dataclass
@@ -87,6 +96,8 @@ class CategoryScore:
     mean_seconds: float = 0.0
     failures: dict[str, int] = field(default_factory=dict)
     """AST failures by class (:attr:`ItemScore.failure`), most frequent first."""
+    declined: int = 0
+    """Items the target declined to call (:attr:`ItemScore.declined`)."""
 
 
 @dataclass
@@ -101,13 +112,17 @@ class TargetEvalReport:
         return asdict(self)
 
 
-def score_output(item: BenchItem, text: str, fmt: ChatFormat) -> ItemScore:
-    """Parse ``text`` with ``fmt`` and score it against ``item``'s gold answer."""
+def score_output(
+    item: BenchItem, text: str, fmt: ChatFormat, *, declined: bool = False
+) -> ItemScore:
+    """Parse ``text`` with ``fmt`` and score it against ``item``'s gold answer; ``declined``:
+    the target declined to call, so ``text`` holds no call (as ``FastToolCaller`` reads it)."""
     parsed = fmt.parse(text)
-    calls = [(c.name, c.arguments) for c in parsed.calls]
-    parse_ok = not parsed.errors and (bool(calls) or not item.gold)
-    if parsed.errors:
-        ast_ok, reason, failure = False, parsed.errors[0].message, "malformed"
+    calls = [] if declined else [(c.name, c.arguments) for c in parsed.calls]
+    errors = [] if declined else parsed.errors
+    parse_ok = not errors and (bool(calls) or not item.gold)
+    if errors:
+        ast_ok, reason, failure = False, errors[0].message, "malformed"
     else:
         result = check(calls, item)
         ast_ok, reason, failure = result.ok, result.reason, result.kind
@@ -120,6 +135,7 @@ def score_output(item: BenchItem, text: str, fmt: ChatFormat) -> ItemScore:
         ast=ast_ok,
         reason=reason,
         failure="" if ast_ok else failure or "other",
+        declined=declined,
     )
 
 
@@ -134,8 +150,10 @@ def evaluate_items(
     report = TargetEvalReport()
     for item in items:
         start = time.perf_counter()
-        text, new_tokens = generate(item)
-        score = score_output(item, text, fmt)
+        output = generate(item)
+        text, new_tokens = output[0], output[1]
+        declined = bool(output[2]) if len(output) > 2 else False
+        score = score_output(item, text, fmt, declined=declined)
         score.new_tokens, score.seconds = new_tokens, round(time.perf_counter() - start, 3)
         report.items.append(score)
         if on_item is not None:
@@ -151,6 +169,7 @@ def evaluate_items(
             mean_new_tokens=round(sum(s.new_tokens for s in scores) / n, 1),
             mean_seconds=round(sum(s.seconds for s in scores) / n, 3),
             failures=dict(Counter(s.failure for s in scores if not s.ast).most_common()),
+            declined=sum(s.declined for s in scores),
         )
     return report
 
@@ -223,7 +242,10 @@ def classify_failures(
             by_category[category] = {i.id: i for i in load_bfcl(category, cache_dir=cache_dir)}
         item = by_category[category].get(str(entry["id"]))
         if item is not None:
-            entry["failure"] = score_output(item, str(entry["output"]), fmt).failure
+            declined = bool(entry.get("declined", False))
+            entry["failure"] = score_output(
+                item, str(entry["output"]), fmt, declined=declined
+            ).failure
             done += 1
     return done
 
@@ -288,19 +310,23 @@ def engine_generator(
     """
     from ooo_agent.targets.base import TargetRequest
 
-    def generate(item: BenchItem) -> tuple[str, int]:
+    def generate(item: BenchItem) -> tuple[str, int, bool]:
         request = TargetRequest(
             messages=item.messages, tools=item.tools, mode=mode, max_new_tokens=max_new_tokens
         )
         generation = target.generate_sync(request)
-        return str(generation.text), int(generation.stats.new_tokens)
+        stats = generation.stats
+        return str(generation.text), int(stats.new_tokens), bool(stats.declined)
 
     return generate
 
 
-def labelled_line(item: BenchItem, output: str, fmt: ChatFormat) -> dict[str, Any]:
+def labelled_line(
+    item: BenchItem, output: str, fmt: ChatFormat, *, declined: bool = False
+) -> dict[str, Any]:
     """One line for ``--labels-out``: the item as a request with its gold calls and the
-    target's first valid call (what ``ooo-agent eval-sidecar`` scores a sidecar against)."""
+    target's first valid call (what ``ooo-agent eval-sidecar`` scores a sidecar against;
+    none where the target ``declined``)."""
     from ooo_agent.bench.ast_check import gold_calls
     from ooo_agent.targets.base import Generation
     from ooo_agent.train._sidecar_labels import label_generation
@@ -313,7 +339,8 @@ def labelled_line(item: BenchItem, output: str, fmt: ChatFormat) -> dict[str, An
         calls=gold_calls(item),
         source=item.category,
     )
-    return label_generation(request, Generation(text=output), fmt).to_dict()
+    generation = Generation(text=output, raw_calls=[] if declined else None)
+    return label_generation(request, generation, fmt).to_dict()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -344,6 +371,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "target's preset prompts with hermes-description-first)",
     )
     add_constraint_options(parser.add_argument, scope="with --engine vanilla/toolspec: ")
+    add_decline_option(parser.add_argument, scope="with --engine vanilla/toolspec: ")
     parser.add_argument(
         "--labels-out",
         default=None,
@@ -361,6 +389,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if constrained(args) and args.engine == "generate":
         parser.error("--constrain-* need --engine vanilla or toolspec")
+    if args.decline_below is not None and args.engine == "generate":
+        parser.error("--decline-below needs --engine vanilla or toolspec")
     if args.compare:
         try:
             old, new = (json.loads(Path(p).read_text(encoding="utf-8")) for p in args.compare)
@@ -415,6 +445,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             fmt,
             num_threads=args.threads,
             **constraint_options(args),
+            decline_below=args.decline_below,
         )
         generate = engine_generator(target, mode=args.engine, max_new_tokens=args.max_new_tokens)
     report = evaluate_items(items, generate, fmt, on_item=show)
@@ -423,7 +454,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         Path(args.labels_out).parent.mkdir(parents=True, exist_ok=True)
         with Path(args.labels_out).open("w", encoding="utf-8") as handle:
             for item_score in report.items:
-                line = labelled_line(by_id[item_score.id], item_score.output, fmt)
+                line = labelled_line(
+                    by_id[item_score.id], item_score.output, fmt, declined=item_score.declined
+                )
                 handle.write(json.dumps(line, ensure_ascii=False) + "\n")
     report.config = {
         "adapter": os.fspath(args.adapter) if args.adapter else None,
@@ -434,6 +467,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "max_new_tokens": args.max_new_tokens,
         "engine": args.engine,
         **constraint_options(args),
+        "decline_below": args.decline_below,
         "format": fmt.name,
         "command": " ".join(sys.argv),
     }
