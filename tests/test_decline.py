@@ -22,6 +22,7 @@ from ooo_agent.targets.base import Generation, TargetRequest  # noqa: E402
 from ooo_agent.targets.hf import HFTarget  # noqa: E402
 from ooo_agent.train.eval_target import evaluate_items, labelled_line, score_output  # noqa: E402
 from test_decoding_support import byte_tokenizer, tiny_model  # noqa: E402
+from test_hf_target import MESSAGES, TOOLS  # noqa: E402  (get_weather: city, unit)
 
 PIECES = ["<", "tool", "_call", ">", "Sorry", ",", " no", "{", '"name"', " language", "x"]
 """A toy vocabulary: token id i is ``PIECES[i]``."""
@@ -136,22 +137,6 @@ def test_the_decline_below_option() -> None:
 
 
 # -- HFTarget ---------------------------------------------------------------------------------
-
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Weather for a city.",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
-MESSAGES = [{"role": "user", "content": "What is the weather in Paris?"}]
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,7 @@ def test_demo_replays_recorded_outputs_when_no_model(monkeypatch: pytest.MonkeyP
     assert '"status": "processing"' in out  # get_order_status really ran
 
 
-@pytest.mark.slow
-def test_demo_on_the_embedded_model(capsys: pytest.CaptureFixture[str]) -> None:
+def _embedded_or_skip() -> None:
     from ooo_agent.errors import ModelNotAvailableError
     from ooo_agent.models import load_preset
 
@@ -29,6 +28,11 @@ def test_demo_on_the_embedded_model(capsys: pytest.CaptureFixture[str]) -> None:
         load_preset("smollm2-135m-toolcall")
     except ModelNotAvailableError as exc:
         pytest.skip(f"embedded tool-calling adapter not available: {exc}")
+
+
+@pytest.mark.slow
+def test_demo_on_the_embedded_model(capsys: pytest.CaptureFixture[str]) -> None:
+    _embedded_or_skip()
     assert main(["demo", "What is the status of my order A1002?"]) == 0
     out = capsys.readouterr().out
     assert "Replaying" not in out
@@ -40,13 +44,7 @@ def test_demo_on_the_embedded_model(capsys: pytest.CaptureFixture[str]) -> None:
 
 @pytest.mark.slow
 def test_the_demo_target_declines_a_request_no_tool_serves(capsys: pytest.CaptureFixture[str]) -> None:
-    from ooo_agent.errors import ModelNotAvailableError
-    from ooo_agent.models import load_preset
-
-    try:
-        load_preset("smollm2-135m-toolcall")
-    except ModelNotAvailableError as exc:
-        pytest.skip(f"embedded tool-calling adapter not available: {exc}")
+    _embedded_or_skip()
     assert main(["demo", demo.DEMO_REQUESTS[-1]]) == 0
     out = capsys.readouterr().out
     assert "declined to call" in out and "validated" not in out
