@@ -134,7 +134,9 @@ def build_runners(
         or constrain_values
     )
     if (constrained or decline_below is not None) and "hf-pld" in modes:
-        raise ValueError("mode 'hf-pld' (transformers' generate) cannot constrain decoding")
+        raise ValueError(
+            "mode 'hf-pld' (transformers' generate) cannot constrain decoding or decline"
+        )
     runners: dict[str, ModeRunner] = {}
     for name in modes:
         target: Target

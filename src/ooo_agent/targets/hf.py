@@ -150,7 +150,8 @@ class HFTarget:
         # Acceptance rates carry over between calls: a drafter's quality is stable.
         self.rates: AcceptanceRates = AcceptanceRates()
         self._skeletons: dict[str, CallSkeleton] = {}
-        self._call_start: frozenset[int] | None = None
+        self._call_start: tuple[frozenset[int], str] | None = None
+        """The token a call starts with and the text that opens one (the decline policy's)."""
         self._serial = threading.Lock()
 
     @classmethod
@@ -290,15 +291,12 @@ class HFTarget:
             return None
         from ooo_agent.decoding.decline import DeclinePolicy, call_start_ids
 
-        if self._call_start is None:
+        if self._call_start is None:  # once per target: the format does not change
             call = self._format.render_calls([("f", {})])
-            self._call_start = call_start_ids(self.codec.encode, call)
+            self._call_start = (call_start_ids(self.codec.encode, call), self._format.call_opening)
+        start_ids, marker = self._call_start
         return DeclinePolicy(
-            self._call_start,
-            self.decline_below,
-            self.codec.decode,
-            marker=self._format.call_opening,
-            inner=constraint,
+            start_ids, self.decline_below, self.codec.decode, marker=marker, inner=constraint
         )
 
     def _render_hint(self, hint: Hint) -> str | None:
