@@ -377,3 +377,18 @@ def test_tree_size_options_reach_every_speculative_target_and_stay_lossless(
     with pytest.raises(SystemExit):
         _bench(setup, tmp_path / "bad", *extra, "--node-budget", "0")
     assert "at least 1" in capsys.readouterr().err
+
+
+def test_a_record_says_whether_the_target_declined(
+    setup: tuple[Path, Path], tmp_path: Path
+) -> None:
+    def declined(out: Path) -> list[bool]:
+        lines = (out / "requests.jsonl").read_text().splitlines()
+        return [json.loads(line)["declined"] for line in lines]
+
+    always = tmp_path / "always"
+    assert _bench(setup, always, "--modes", "vanilla,toolspec", "--decline-below", "1.0") == 0
+    assert declined(always) and all(declined(always))
+    never = tmp_path / "never"
+    assert _bench(setup, never, "--modes", "vanilla") == 0
+    assert declined(never) and not any(declined(never))

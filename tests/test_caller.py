@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import pytest
 
 from ooo_agent import CallErrorKind, FastToolCaller, Hint, HintBox, SidecarRequest, tool
@@ -28,6 +29,12 @@ def add(a: int, b: int) -> int:
         b: second
     """
     return a + b
+
+
+@tool(read_only=True)
+def look_up(key: str) -> str:
+    """Look a key up (read-only: the wave's hint may pre-execute it)."""
+    return key.upper()
 
 
 @tool
@@ -190,6 +197,122 @@ async def test_sidecar_faults_change_nothing(behaviour: str, delay: float, statu
     assert 0.0 <= result.stats.sidecar.wait_s < 0.5  # joining the wave never blocks the call
     if behaviour == "ok":  # hung past the call: cancelled, no task left behind
         assert sidecar.cancelled == 1 and sidecar.finished == 0
+
+
+class NoCallReplay(SpeculativeReplay):
+    """A target that says, at its first step, that its answer holds no call, then goes on
+    writing; in a worker thread (as ``HFTarget`` decodes) or on the event loop."""
+
+    def __init__(self, *, in_thread: bool) -> None:
+        super().__init__(["No tool fits that, sorry."], steps=1, step_s=0.0)
+        self.in_thread = in_thread
+        self.wave_gone = threading.Event()
+        self.saw_wave_gone: bool | None = None
+
+    async def generate(self, request: TargetRequest) -> Generation:
+        box = request.hint_box
+        assert box is not None  # told in every mode a wave runs
+
+        def decode() -> None:
+            box.report_no_call("declined: no tool fits")
+            # The rest of the answer: the wave must be gone before it ends.
+            self.saw_wave_gone = self.wave_gone.wait(5.0)
+
+        await anyio.sleep(0.02)  # the wave is under way
+        if self.in_thread:
+            await anyio.to_thread.run_sync(decode)
+        else:
+            box.report_no_call("declined: no tool fits")
+            with anyio.move_on_after(5.0):
+                while not self.wave_gone.is_set():
+                    await anyio.sleep(0.005)
+            self.saw_wave_gone = self.wave_gone.is_set()
+        return await super().generate(request)
+
+
+class Endless:
+    """A sidecar whose wave never ends by itself."""
+
+    def __init__(self, target: NoCallReplay) -> None:
+        self.target = target
+
+    async def wave(self, request: SidecarRequest, box: HintBox) -> Any:
+        try:
+            box.set_function("look_up")
+            await anyio.sleep_forever()
+        finally:
+            self.target.wave_gone.set()
+
+
+@pytest.mark.parametrize("in_thread", [True, False])
+@pytest.mark.parametrize(("mode", "preexecute"), [("ooo", False), ("toolspec", True)])
+async def test_the_wave_stops_when_the_target_says_no_call_will_come(
+    in_thread: bool, mode: Mode, preexecute: bool
+) -> None:
+    target = NoCallReplay(in_thread=in_thread)
+    caller = FastToolCaller(target, Endless(target), mode=mode, preexecute=preexecute)
+    result = await caller.call([{"role": "user", "content": "Tell me a joke"}], [add, look_up])
+    assert target.saw_wave_gone is True  # stopped while the target was still writing
+    assert result.stats.sidecar.status == "stopped"
+    assert result.stats.sidecar.error == "declined: no tool fits"
+    assert result.stats.sidecar.predicted is None
+    assert result.stats.speculation.started == 0
+    assert result.text == "No tool fits that, sorry." and not result.calls
+
+
+async def test_what_a_hint_started_is_dropped_when_no_call_will_come() -> None:
+    looked_up: list[str] = []
+
+    @tool(read_only=True)
+    async def slow_look_up(key: str) -> str:
+        """Look a key up, slowly."""
+        try:
+            await anyio.sleep(30)
+        except anyio.get_cancelled_exc_class():
+            looked_up.append("cancelled")
+            raise
+        return key
+
+    class QuickHint:
+        async def wave(self, request: SidecarRequest, box: HintBox) -> Any:
+            box.set_function("slow_look_up")
+            box.set_slot("key", "k1")
+            box.finish()
+            return box.snapshot()
+
+    class LateNoCall(SpeculativeReplay):
+        async def generate(self, request: TargetRequest) -> Generation:
+            box = request.hint_box
+            assert box is not None
+            await anyio.sleep(0.05)  # the hint has landed and its tool started
+            box.report_no_call("declined")
+            with anyio.move_on_after(5.0):
+                while not looked_up:
+                    await anyio.sleep(0.005)
+            self.cancelled_while_writing = bool(looked_up)
+            return await super().generate(request)
+
+    target = LateNoCall(["No call."], steps=0)
+    caller = FastToolCaller(target, QuickHint(), mode="ooo", preexecute=True)
+    result = await caller.call([{"role": "user", "content": "hi"}], [slow_look_up])
+    assert target.cancelled_while_writing  # dropped at the report, not at the call's end
+    assert result.stats.sidecar.status == "ok"  # the wave had finished before the report
+    assert (result.stats.speculation.started, result.stats.speculation.discarded) == (1, 1)
+    assert not result.calls and not result.results
+
+
+def test_the_hint_box_tells_no_call_once() -> None:
+    box = HintBox()
+    heard: list[str] = []
+    box.on_no_call(heard.append)
+    box.on_no_call(lambda reason: 1 / 0)  # a listener's fault is ignored
+    box.on_no_call(heard.append)
+    assert box.no_call is None
+    box.report_no_call("first")
+    box.report_no_call("second")  # only the first report counts
+    assert box.no_call == "first" and heard == ["first", "first"]
+    box.on_no_call(heard.append)  # told at once, once it is known
+    assert heard == ["first", "first", "first"]
 
 
 async def test_sidecar_timeout_is_recorded() -> None:

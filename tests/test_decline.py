@@ -95,6 +95,17 @@ def test_a_declined_answer_opens_no_call_later() -> None:
     assert policy.overrides == 1
 
 
+def test_a_decline_is_told_once_with_its_probability() -> None:
+    told: list[float] = []
+    policy = DeclinePolicy({_id("<")}, 0.9, _decode, on_decline=told.append)
+    policy.choose([], _logits({"<": 0.25, "Sorry": 0.7}), _id("Sorry"))
+    policy.choose([_id("Sorry")], _logits({",": 0.9}), _id(","))
+    assert told == [pytest.approx(0.25, abs=1e-6)]
+    sure = DeclinePolicy({_id("<")}, 0.9, _decode, on_decline=told.append)
+    sure.choose([], _logits({"<": 0.95}), _id("<"))
+    assert len(told) == 1  # a call is made: nothing told
+
+
 def test_not_calling_already_is_no_override() -> None:
     policy = _policy(0.9)
     assert policy.choose([], _logits({"<": 0.1, "Sorry": 0.8}), _id("Sorry")) == _id("Sorry")
@@ -165,6 +176,19 @@ def test_a_target_that_declines_does_so_in_every_mode(parts: tuple[Any, Any]) ->
         assert "<tool_call" not in generation.text
         assert generation.stats.call_probability is not None
         assert 0.0 <= generation.stats.call_probability < 1.0
+
+
+def test_a_declining_target_tells_the_hint_box_in_every_mode(parts: tuple[Any, Any]) -> None:
+    model, tokenizer = parts
+    declining = HFTarget(model, tokenizer, "hermes", node_budget=16, decline_below=1.0)
+    calling = HFTarget(model, tokenizer, "hermes", node_budget=16, decline_below=0.0)
+    for mode in ("vanilla", "toolspec", "ooo"):
+        told, untold = HintBox(), HintBox()
+        assert _run(declining, mode, told).stats.declined
+        assert told.no_call is not None and "declined to call a tool" in told.no_call
+        assert "below 100.0%" in told.no_call
+        assert not _run(calling, mode, untold).stats.declined
+        assert untold.no_call is None
 
 
 def test_a_target_that_never_declines_writes_what_it_would_without(

@@ -172,6 +172,30 @@ def test_the_embedded_target_gets_its_sidecar_by_default(loaded: list[str]) -> N
     assert "sidecar smollm2-135m-sidecar" in built.line
 
 
+def test_decline_below_reaches_the_embedded_target(
+    monkeypatch: pytest.MonkeyPatch, replay: Path
+) -> None:
+    asked: list[dict[str, Any]] = []
+
+    def load_target(name: str, **options: Any) -> ReplayTarget:
+        asked.append(options)
+        return ReplayTarget(["hi"])
+
+    monkeypatch.setattr(_serve, "load_preset_target", load_target)
+    monkeypatch.setattr(_serve, "load_preset_sidecar", lambda name: NullSidecar())
+    for argv, options in [
+        ((), {}),  # the preset's own threshold
+        (("--decline-below", "0.9"), {"decline_below": 0.9}),
+        (("--decline-below", "off"), {"decline_below": None}),
+    ]:
+        _serve.build_app(parse(*argv))
+        assert asked.pop() == options
+    with pytest.raises(SystemExit):
+        parse("--decline-below", "1.5")
+    with pytest.raises(_serve.StartupError, match="--decline-below applies to an embedded model"):
+        _serve.build_app(parse("--replay", str(replay), "--decline-below", "0.5"))
+
+
 def test_sidecar_none_switches_the_default_off(loaded: list[str]) -> None:
     built = _serve.build_app(parse("--sidecar", "none"))
     assert built.caller.sidecar is None and loaded == []

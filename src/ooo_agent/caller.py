@@ -14,12 +14,15 @@ only verified calls that a speculation answers get a result; no tool is run for 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import anyio
+import anyio.from_thread
 
 from ooo_agent.calls import CallError, CallResult, RawCall, SidecarStats, ToolCall
 from ooo_agent.context import ToolContext
@@ -53,7 +56,8 @@ class FastToolCaller:
         sidecar: optional model predicting the call in one parallel wave (mode ``ooo``).
         mode: ``vanilla`` | ``toolspec`` | ``ooo``; by default the fastest the pair supports.
         sidecar_timeout: a wave still running after this many seconds is abandoned (the target
-            is never affected; the stats say ``timeout``).
+            is never affected; the stats say ``timeout``). A wave is also stopped as soon as
+            the target says its answer holds no call (it declined; the stats say ``stopped``).
         strict: reject arguments not in a tool's schema instead of dropping them.
         max_new_tokens: the target's token budget per turn.
         preexecute: start ``read_only`` tools on the sidecar's predicted call while the target
@@ -151,7 +155,7 @@ class FastToolCaller:
                 tool_choice=tool_choice,
                 parallel_tool_calls=parallel_tool_calls,
                 max_new_tokens=max_new_tokens or self.max_new_tokens,
-                hint_box=box if mode == "ooo" else None,
+                hint_box=box,  # hints are read in mode "ooo"; a decline is told in every mode
                 arrival=arrival,
             )
             generation, decoded_at, joined_at = await self._generate(
@@ -252,8 +256,15 @@ class FastToolCaller:
         """Run one wave, recording what happened; never lets a sidecar fault reach the call."""
         hint: Hint | None = None
         try:
-            with anyio.fail_after(self.sidecar_timeout):
-                hint = await sidecar.wave(request, box)
+            with anyio.CancelScope() as stop:
+                # No call will come: stop the wave, and drop what its hint already started.
+                box.on_no_call(_on_event_loop(stop.cancel, speculator))
+                with anyio.fail_after(self.sidecar_timeout):
+                    hint = await sidecar.wave(request, box)
+            if stop.cancelled_caught:
+                stats.status = "stopped"
+                stats.error = box.no_call
+                return
         except TimeoutError:
             stats.status = "timeout"
             stats.error = f"no answer within {self.sidecar_timeout}s"
@@ -280,3 +291,28 @@ class FastToolCaller:
             stats.predicted = json.dumps(predicted, ensure_ascii=False, default=repr)
         if speculator is not None:
             speculator.offer(hint)
+
+
+def _on_event_loop(
+    cancel: Callable[[], None], speculator: Speculator | None
+) -> Callable[[str], None]:
+    """A :meth:`HintBox.on_no_call` listener that runs ``cancel()`` and discards the
+    speculations on the event loop, from whichever thread the target reports in: the loop's own
+    (an async target) or a worker thread anyio started (``HFTarget`` decodes in one). From any
+    other thread nothing is done: the wave runs to its end, as it would without the report."""
+    loop_thread = threading.get_ident()
+
+    def stop() -> None:
+        cancel()
+        if speculator is not None:
+            speculator.discard()
+
+    def listener(reason: str) -> None:
+        if threading.get_ident() == loop_thread:
+            stop()
+            return
+        # RuntimeError: not a thread of this event loop, where nothing is safe to do.
+        with contextlib.suppress(RuntimeError):
+            anyio.from_thread.run_sync(stop)
+
+    return listener

@@ -187,7 +187,9 @@ class SidecarStats:
     """What the sidecar did for one call."""
 
     status: str = "off"
-    """``off`` | ``ok`` | ``error`` | ``timeout`` | ``garbage`` | ``late`` | ``cancelled``."""
+    """``off`` | ``ok`` | ``error`` | ``timeout`` | ``garbage`` | ``late`` | ``cancelled`` |
+    ``stopped`` (the target said its answer holds no call, so the wave was stopped; ``error``
+    says why)."""
     latency_s: float | None = None
     """From the request's arrival to the wave's last answer (None if it never finished)."""
     function_arrival_step: int | None = None
@@ -207,6 +209,7 @@ class SidecarStats:
     dropped_slots: dict[str, str] = field(default_factory=dict)
     """Slot values dropped as invalid, with the reason."""
     error: str | None = None
+    """Why the wave gave no hint: its fault, a timeout, or (``stopped``) the target's reason."""
 
 
 @dataclass

@@ -169,6 +169,9 @@ def _show(console: Console, request: str, result: CallResult) -> None:
 def _show_hint(console: Console, result: CallResult) -> None:
     """What the sidecar predicted in the ``ooo`` run, and how much of it the target took."""
     sidecar = result.stats.sidecar
+    if sidecar.status == "stopped":
+        console.print(f"  [dim]sidecar: wave stopped early ({escape(sidecar.error or 'no call')})[/]")
+        return
     if sidecar.predicted is None:
         why = f": {sidecar.error}" if sidecar.error else ""
         console.print(f"  [dim]sidecar: no finished hint ({sidecar.status}{escape(why)})[/]")

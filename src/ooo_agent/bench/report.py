@@ -84,6 +84,8 @@ class RequestRecord:
     """The wave's final hint as JSON (``SidecarStats.predicted``; None when none formed)."""
     constrained_tokens: int = 0
     """Tokens the call constraint changed (``--constrain-*`` options)."""
+    declined: bool = False
+    """The target declined to call (``--decline-below``; ``DecodeStats.declined``)."""
     identical: bool | None = None
     """Same output as ``vanilla`` for this request (None for vanilla itself or when not run)."""
     ast_ok: bool = False

@@ -228,6 +228,7 @@ async def _measure(
     record.accepted_tokens = sum(decode.accepted_lengths)
     record.accepted_by_drafter = dict(decode.accepted_by_drafter)
     record.constrained_tokens = decode.constrained_tokens
+    record.declined = decode.declined
     record.sidecar_status = stats.sidecar.status
     record.sidecar_latency_s = stats.sidecar.latency_s
     record.sidecar_function_step = stats.sidecar.function_arrival_step

@@ -61,6 +61,8 @@ class DeclinePolicy:
             steered.
         inner: the call constraint to apply otherwise (and to the tokens this policy keeps).
         max_candidates: how far down the ranking to look for an allowed token.
+        on_decline: called once with the call probability when the policy declines, at the
+            first position (``HFTarget`` tells the sidecar's hint box, so the wave stops).
     """
 
     def __init__(
@@ -72,6 +74,7 @@ class DeclinePolicy:
         marker: str = "",
         inner: TokenConstraint | None = None,
         max_candidates: int = 64,
+        on_decline: Callable[[float], None] | None = None,
     ) -> None:
         if not start_ids:
             raise ValueError("start_ids must name at least one token")
@@ -84,6 +87,7 @@ class DeclinePolicy:
         self.marker = marker[:-1] if marker.startswith("<") and marker.endswith(">") else marker
         self.inner = inner
         self.max_candidates = max_candidates
+        self.on_decline = on_decline
         self.call_probability: float | None = None
         """The probability the first position gave a call's first token (None before it)."""
         self.declined = False
@@ -99,6 +103,8 @@ class DeclinePolicy:
             index = torch.tensor(sorted(self.start_ids), device=probabilities.device)
             self.call_probability = float(probabilities.index_select(-1, index).sum())
             self.declined = self.call_probability < self.threshold
+            if self.declined and self.on_decline is not None:
+                self.on_decline(self.call_probability)
         if self.declined:
             token = self._refusing(generated, logits, greedy)
         elif self.inner is not None:

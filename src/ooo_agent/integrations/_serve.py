@@ -18,7 +18,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ooo_agent.errors import OooAgentError
 
@@ -95,6 +95,15 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "--model-name", help="model id clients send (default: the preset, or 'replay')"
     )
     parser.add_argument(
+        "--decline-below",
+        type=_decline_threshold,
+        default=PRESET_THRESHOLD,
+        metavar="P|off",
+        help="answer without a call when the embedded target's probability of opening one, at its "
+        "first token, is below P; 'off' always lets it call (default: the preset's, 0.98 for "
+        "smollm2-135m-toolcall)",
+    )
+    parser.add_argument(
         "--mode",
         choices=["vanilla", "toolspec", "ooo"],
         help="decoding mode (default: ooo with a sidecar, else toolspec, if the target has it)",
@@ -167,8 +176,22 @@ def load_replay_outputs(path: Path) -> list[str]:
     return data
 
 
-def load_preset_target(name: str) -> Target:
-    """``HFTarget.from_preset(name)``; ``ModelNotAvailableError`` when presets are missing."""
+PRESET_THRESHOLD = "preset"
+"""``--decline-below``'s default: the preset's own threshold."""
+
+
+def _decline_threshold(text: str) -> float | str | None:
+    """``--decline-below``: a probability, ``off`` (None), or the preset's own."""
+    from ooo_agent.decoding.flags import probability
+
+    if text == PRESET_THRESHOLD:
+        return PRESET_THRESHOLD
+    return None if text.lower() == "off" else probability(text)
+
+
+def load_preset_target(name: str, **options: Any) -> Target:
+    """``HFTarget.from_preset(name, **options)``; ``ModelNotAvailableError`` when presets are
+    missing."""
     from ooo_agent.errors import ModelNotAvailableError
     from ooo_agent.targets.hf import HFTarget
 
@@ -177,7 +200,7 @@ def load_preset_target(name: str) -> Target:
     factory = getattr(HFTarget, "from_preset", None)
     if factory is None:
         raise ModelNotAvailableError("this build of HFTarget has no model presets")
-    target: Target = factory(name)
+    target: Target = factory(name, **options)
     return target
 
 
@@ -280,11 +303,16 @@ def _target(args: argparse.Namespace) -> tuple[Target, str, str, bool]:
     """The target, its default model name, its description, and whether it is the preset."""
     from ooo_agent.targets.replay import ReplayTarget
 
+    threshold = getattr(args, "decline_below", PRESET_THRESHOLD)
     if args.replay is not None:
+        if threshold != PRESET_THRESHOLD:
+            raise StartupError("--decline-below applies to an embedded model, not to --replay")
         replay = ReplayTarget(load_replay_outputs(args.replay), format=args.format, cycle=True)
         return replay, "replay", "recorded outputs", False
+    options = {} if threshold == PRESET_THRESHOLD else {"decline_below": threshold}
     try:
-        return load_preset_target(args.preset), args.preset, f"embedded model {args.preset}", True
+        target = load_preset_target(args.preset, **options)
+        return target, args.preset, f"embedded model {args.preset}", True
     except Exception as exc:  # missing extra, adapter or model file
         if args.fallback_replay is None:
             raise StartupError(f"cannot load preset {args.preset!r}: {_one_line(exc)}") from None

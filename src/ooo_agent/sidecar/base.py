@@ -68,6 +68,8 @@ class HintBox:
     (:meth:`report_target_function`, from the drafter, once the first call's name is complete).
     A sidecar that listens (:meth:`on_target_function`) can then hint that tool's slots instead
     of its own guess: a hint for another tool than the one being written is worth nothing.
+    And one more: that no call will come (:meth:`report_no_call`, from a target that declined
+    to call a tool); ``FastToolCaller`` then stops the wave, whose answers nothing would read.
     """
 
     def __init__(self) -> None:
@@ -88,6 +90,8 @@ class HintBox:
         """True once a reader has said it will report the target's function
         (:meth:`expect_target_function`); a sidecar waits for it only then."""
         self._listeners: list[Callable[[str], None]] = []
+        self._no_call: str | None = None
+        self._no_call_listeners: list[Callable[[str], None]] = []
 
     # -- writer side ---------------------------------------------------------------
     def set_function(self, name: str | None, *, from_target: bool = False) -> None:
@@ -162,6 +166,36 @@ class HintBox:
                 listener(name)
             except Exception:  # a listener's fault only costs the hint
                 continue
+
+    def report_no_call(self, reason: str) -> None:
+        """Called by the target once it knows its answer holds no call (it declined to call
+        a tool); ``reason`` says why, for the call's stats. Only the first report counts;
+        listeners (:meth:`on_no_call`) run in the caller's thread, one that raises is ignored."""
+        with self._lock:
+            if self._no_call is not None:
+                return
+            self._no_call = reason
+            listeners, self._no_call_listeners = self._no_call_listeners, []
+        for listener in listeners:
+            try:
+                listener(reason)
+            except Exception:  # stopping a wave early is a saving, never worth a failed call
+                continue
+
+    def on_no_call(self, listener: Callable[[str], None]) -> None:
+        """Call ``listener(reason)`` once the target says no call will come (at once if it
+        has)."""
+        with self._lock:
+            reason = self._no_call
+            if reason is None:
+                self._no_call_listeners.append(listener)
+        if reason is not None:
+            listener(reason)
+
+    @property
+    def no_call(self) -> str | None:
+        """Why the target said its answer holds no call (None: it has not said so)."""
+        return self._no_call
 
     def mark_step(self, step: int) -> None:
         """Called by the target just before building step ``step``'s drafts."""

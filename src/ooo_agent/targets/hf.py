@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from ooo_agent.decoding.loop import DecodeEngine
     from ooo_agent.decoding.planner import AcceptanceRates
     from ooo_agent.formats.base import CallSkeleton, ChatFormat
-    from ooo_agent.sidecar.base import Hint
+    from ooo_agent.sidecar.base import Hint, HintBox
 
 __all__ = ["DEFAULT_MAX_DRAFT_TOKENS", "DEFAULT_NODE_BUDGET", "HFTarget"]
 
@@ -285,9 +285,13 @@ class HFTarget:
             arguments=self.constrain_arguments,
         )
 
-    def _decline_policy(self, constraint: TokenConstraint | None) -> DeclinePolicy | None:
-        """The first-token decline policy around ``constraint`` (None when off)."""
-        if self.decline_below is None:
+    def _decline_policy(
+        self, constraint: TokenConstraint | None, box: HintBox | None
+    ) -> DeclinePolicy | None:
+        """The first-token decline policy around ``constraint`` (None when off); a decline is
+        reported to ``box``, so the sidecar's wave stops."""
+        threshold = self.decline_below
+        if threshold is None:
             return None
         from ooo_agent.decoding.decline import DeclinePolicy, call_start_ids
 
@@ -295,8 +299,21 @@ class HFTarget:
             call = self._format.render_calls([("f", {})])
             self._call_start = (call_start_ids(self.codec.encode, call), self._format.call_opening)
         start_ids, marker = self._call_start
+
+        def report(probability: float) -> None:
+            if box is not None:
+                box.report_no_call(
+                    f"the target declined to call a tool (a call's first token "
+                    f"{probability:.1%}, below {threshold:.1%})"
+                )
+
         return DeclinePolicy(
-            start_ids, self.decline_below, self.codec.decode, marker=marker, inner=constraint
+            start_ids,
+            threshold,
+            self.codec.decode,
+            marker=marker,
+            inner=constraint,
+            on_decline=report,
         )
 
     def _render_hint(self, hint: Hint) -> str | None:
@@ -319,7 +336,9 @@ class HFTarget:
         tools = self._decoding_tools(request)
         plan = None if request.mode == "vanilla" else _Speculation(self, request, prompt, tools)
         constraint: TokenConstraint | None = self._constraint(tools)
-        policy = self._decline_policy(constraint) if _asks_afresh(request) else None
+        policy = (
+            self._decline_policy(constraint, request.hint_box) if _asks_afresh(request) else None
+        )
         if policy is not None:
             constraint = policy
         try:
