@@ -18,6 +18,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ooo_agent.bench.report import read_records
+
 
 def _group(rows: list[dict[str, Any]]) -> dict[str, Any]:
     statuses = collections.Counter(r["sidecar_status"] for r in rows)
@@ -47,8 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("requests", type=Path, help="a bench run's requests.jsonl")
     args = parser.parse_args(argv)
-    lines = args.requests.read_text(encoding="utf-8").splitlines()
-    print(json.dumps(split([json.loads(line) for line in lines if line.strip()])))
+    print(json.dumps(split(read_records(args.requests))))
     return 0
 
 

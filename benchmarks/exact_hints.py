@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ooo_agent.bench.report import read_records
+
 
 def count(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """``{"exact": n, "forwards": {k: requests}, "outputs_33_64": n, "outputs": n}``."""
@@ -41,8 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("requests", type=Path, help="a bench run's requests.jsonl")
     args = parser.parse_args(argv)
-    lines = args.requests.read_text(encoding="utf-8").splitlines()
-    print(json.dumps(count([json.loads(line) for line in lines if line.strip()])))
+    print(json.dumps(count(read_records(args.requests))))
     return 0
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -35,6 +36,7 @@ __all__ = [
     "markdown_table",
     "paired_bootstrap_ratio",
     "percentile",
+    "read_records",
     "summarize",
     "summary_table",
     "write_plot",
@@ -414,6 +416,12 @@ def _jsonable(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_jsonable(v) for v in value]
     return value
+
+
+def read_records(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """The lines of a run's ``requests.jsonl`` (:func:`write_report`), as dicts."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def write_report(
