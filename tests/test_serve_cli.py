@@ -196,6 +196,15 @@ def test_decline_below_reaches_the_embedded_target(
         _serve.build_app(parse("--replay", str(replay), "--decline-below", "0.5"))
 
 
+def test_the_startup_line_names_the_decline_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
+    target = ReplayTarget(["hi"])
+    monkeypatch.setattr(_serve, "load_preset_target", lambda name, **options: target)
+    monkeypatch.setattr(_serve, "load_preset_sidecar", lambda name: NullSidecar())
+    assert "declines below" not in _serve.build_app(parse()).line  # a target without the policy
+    target.decline_below = 0.98  # type: ignore[attr-defined]  # as HFTarget has it
+    assert "; declines below 0.98" in _serve.build_app(parse()).line
+
+
 def test_sidecar_none_switches_the_default_off(loaded: list[str]) -> None:
     built = _serve.build_app(parse("--sidecar", "none"))
     assert built.caller.sidecar is None and loaded == []

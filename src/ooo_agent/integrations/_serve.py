@@ -258,6 +258,9 @@ def build_app(args: argparse.Namespace) -> ServeApp:
     ]
     if not args.preexecute:
         details.append("pre-execution off")
+    threshold = getattr(target, "decline_below", None)
+    if isinstance(threshold, float | int) and not isinstance(threshold, bool):
+        details.append(f"declines below {threshold:g}")
     if len(server_tools):
         details.append(f"server tools: {', '.join(runnable) or 'none runnable'}")
         notes.extend(
