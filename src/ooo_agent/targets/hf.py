@@ -303,8 +303,8 @@ class HFTarget:
         def report(probability: float) -> None:
             if box is not None:
                 box.report_no_call(
-                    f"the target declined to call a tool (a call's first token "
-                    f"{probability:.1%}, below {threshold:.1%})"
+                    f"the target declined to call a tool: its first token gave a call "
+                    f"{probability:.1%}, below {threshold:.1%}"
                 )
 
         return DeclinePolicy(
