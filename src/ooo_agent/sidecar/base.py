@@ -37,6 +37,39 @@ class SidecarRequest:
     value. ``FastToolCaller`` sets it from its target's ``constrain_values``."""
 
 
+class _Report:
+    """A fact one side of the box tells the other once (the target's function, or why no call
+    will come): the first report counts, listeners hear it once, outside any lock, and one
+    that raises is ignored (a hint is never worth a failed call)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.value: str | None = None
+        self.known = threading.Event()
+        self._listeners: list[Callable[[str], None]] = []
+
+    def tell(self, value: str) -> None:
+        with self._lock:
+            if self.value is not None:
+                return
+            self.value = value
+            listeners, self._listeners = self._listeners, []
+        self.known.set()
+        for listener in listeners:
+            try:
+                listener(value)
+            except Exception:  # a listener's fault only costs the hint
+                continue
+
+    def listen(self, listener: Callable[[str], None]) -> None:
+        with self._lock:
+            value = self.value
+            if value is None:
+                self._listeners.append(listener)
+        if value is not None:
+            listener(value)
+
+
 @dataclass(frozen=True)
 class Hint:
     """The sidecar's prediction so far: a function and the values of some of its slots.
@@ -84,14 +117,11 @@ class HintBox:
         self.finished_at: float | None = None
         self.function_from_target = False
         """True when the published function is the one the target wrote, not the sidecar's."""
-        self._target_function: str | None = None
-        self._target_known = threading.Event()
+        self._target_function = _Report()
         self.target_reports = False
         """True once a reader has said it will report the target's function
         (:meth:`expect_target_function`); a sidecar waits for it only then."""
-        self._listeners: list[Callable[[str], None]] = []
-        self._no_call: str | None = None
-        self._no_call_listeners: list[Callable[[str], None]] = []
+        self._no_call = _Report()
 
     # -- writer side ---------------------------------------------------------------
     def set_function(self, name: str | None, *, from_target: bool = False) -> None:
@@ -118,12 +148,7 @@ class HintBox:
 
     def on_target_function(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(name)`` once the target's function is known (at once if it is)."""
-        with self._lock:
-            known = self._target_function
-            if known is None:
-                self._listeners.append(listener)
-        if known is not None:
-            listener(known)
+        self._target_function.listen(listener)
 
     def wait_target_function(
         self, timeout: float, cancel: threading.Event | None = None
@@ -132,17 +157,18 @@ class HintBox:
         or ``cancel`` was set meanwhile). Returns at once when no reader reports it
         (:attr:`target_reports`). For a sidecar's own thread, never the target's."""
         deadline = time.perf_counter() + timeout
-        while self.target_reports and not self._target_known.is_set():
+        known = self._target_function.known
+        while self.target_reports and not known.is_set():
             left = deadline - time.perf_counter()
             if left <= 0 or (cancel is not None and cancel.is_set()):
                 break
-            self._target_known.wait(min(left, 0.02))
-        return self._target_function
+            known.wait(min(left, 0.02))
+        return self._target_function.value
 
     @property
     def target_function(self) -> str | None:
         """The function the target wrote in its first call, once reported."""
-        return self._target_function
+        return self._target_function.value
 
     # -- reader side ---------------------------------------------------------------
     def expect_target_function(self) -> None:
@@ -155,47 +181,23 @@ class HintBox:
 
         Only the first report counts. Listeners run in the caller's thread, outside the box's
         lock; one that raises is ignored (a hint is never worth a failed call)."""
-        with self._lock:
-            if self._target_function is not None:
-                return
-            self._target_function = name
-            listeners, self._listeners = self._listeners, []
-        self._target_known.set()
-        for listener in listeners:
-            try:
-                listener(name)
-            except Exception:  # a listener's fault only costs the hint
-                continue
+        self._target_function.tell(name)
 
     def report_no_call(self, reason: str) -> None:
         """Called by the target once it knows its answer holds no call (it declined to call
         a tool); ``reason`` says why, for the call's stats. Only the first report counts;
         listeners (:meth:`on_no_call`) run in the caller's thread, one that raises is ignored."""
-        with self._lock:
-            if self._no_call is not None:
-                return
-            self._no_call = reason
-            listeners, self._no_call_listeners = self._no_call_listeners, []
-        for listener in listeners:
-            try:
-                listener(reason)
-            except Exception:  # stopping a wave early is a saving, never worth a failed call
-                continue
+        self._no_call.tell(reason)
 
     def on_no_call(self, listener: Callable[[str], None]) -> None:
         """Call ``listener(reason)`` once the target says no call will come (at once if it
         has)."""
-        with self._lock:
-            reason = self._no_call
-            if reason is None:
-                self._no_call_listeners.append(listener)
-        if reason is not None:
-            listener(reason)
+        self._no_call.listen(listener)
 
     @property
     def no_call(self) -> str | None:
         """Why the target said its answer holds no call (None: it has not said so)."""
-        return self._no_call
+        return self._no_call.value
 
     def mark_step(self, step: int) -> None:
         """Called by the target just before building step ``step``'s drafts."""
