@@ -24,12 +24,19 @@ from typing import Any, Literal
 import anyio
 import anyio.from_thread
 
-from ooo_agent.calls import CallError, CallResult, RawCall, SidecarStats, ToolCall
+from ooo_agent.calls import CallError, CallErrorKind, CallResult, RawCall, SidecarStats, ToolCall
 from ooo_agent.context import ToolContext
 from ooo_agent.dispatch import dispatch as dispatch_calls
 from ooo_agent.sidecar.base import Hint, HintBox, Sidecar, SidecarRequest
 from ooo_agent.speculation import Speculator
-from ooo_agent.targets.base import Generation, Mode, Target, TargetRequest
+from ooo_agent.targets.base import (
+    Generation,
+    Mode,
+    Target,
+    TargetRequest,
+    chosen_tool,
+    normalize_tool_choice,
+)
 from ooo_agent.tools import Tool, Toolset
 from ooo_agent.validate import validate_calls
 
@@ -118,9 +125,17 @@ class FastToolCaller:
         ``read_only`` tool answered (call ids set); every other call is left to the caller of
         this method to run. Mispredictions are cancelled and dropped in every mode.
 
+        ``tool_choice`` is OpenAI's: ``"auto"``, ``"none"`` (no call), ``"required"`` (at least
+        one call) or ``{"type": "function", "function": {"name": ...}}`` (calls of that tool
+        only); LangChain's ``"any"`` and a bare tool name are accepted too. ``HFTarget`` decodes
+        under it; whatever the target, a call it forbids is not dispatched and comes back in
+        ``result.errors`` (kind ``tool_choice``), as does a ``"required"`` turn without a call.
+
         Never raises for anything the model wrote: unknown tools, malformed JSON and schema
         violations come back in ``result.errors``; tool exceptions and timeouts in
-        ``result.results``. A failing target (e.g. an HTTP error) raises ``TargetError``.
+        ``result.results``. A failing target (e.g. an HTTP error) raises ``TargetError``; a
+        ``tool_choice`` naming a tool not offered, or ``"required"`` with no tools, raises
+        ``ValueError``.
         """
         if dispatch not in (True, False, "speculated"):
             raise ValueError(f"dispatch must be True, False or 'speculated', not {dispatch!r}")
@@ -128,6 +143,14 @@ class FastToolCaller:
         speculate = run_all or dispatch == "speculated"
         arrival = time.perf_counter()
         toolset = tools if isinstance(tools, Toolset) else Toolset.coerce(tools)
+        choice = normalize_tool_choice(tool_choice)
+        named = chosen_tool(choice)
+        if named is not None and named not in toolset.names:
+            raise ValueError(
+                f"tool_choice names {named!r}, which is not among the tools {list(toolset.names)}"
+            )
+        if choice == "required" and not toolset.names:
+            raise ValueError("tool_choice 'required' needs at least one tool")
         tool_dicts = toolset.to_openai()
         mode = mode or self.mode
         result = CallResult()
@@ -146,13 +169,18 @@ class FastToolCaller:
                 stats=stats.speculation,
             )
             preexecute = self.preexecute and speculate and speculator.enabled
-            run_wave = self.sidecar is not None and bool(tool_dicts) and (mode == "ooo" or preexecute)
+            run_wave = (
+                self.sidecar is not None
+                and bool(tool_dicts)
+                and choice != "none"  # no call may come: nothing to hint
+                and (mode == "ooo" or preexecute)
+            )
             box = HintBox() if run_wave else None
             request = TargetRequest(
                 messages=history,
                 tools=tool_dicts,
                 mode=mode,
-                tool_choice=tool_choice,
+                tool_choice=choice,
                 parallel_tool_calls=parallel_tool_calls,
                 max_new_tokens=max_new_tokens or self.max_new_tokens,
                 hint_box=box,  # hints are read in mode "ooo"; a decline is told in every mode
@@ -175,7 +203,8 @@ class FastToolCaller:
             started = time.perf_counter()
             raw_calls, parse_errors, result.text = self._extract_calls(generation)
             result.calls, errors = validate_calls(raw_calls, toolset, strict=self.strict)
-            result.errors = [*parse_errors, *errors]
+            result.calls, refused = _held_to_choice(result.calls, choice, [*parse_errors, *errors])
+            result.errors = [*parse_errors, *errors, *refused]
             stats.validate_s = time.perf_counter() - started
 
             speculator.retain(result.calls if preexecute else [])
@@ -291,6 +320,34 @@ class FastToolCaller:
             stats.predicted = json.dumps(predicted, ensure_ascii=False, default=repr)
         if speculator is not None:
             speculator.offer(hint)
+
+
+def _held_to_choice(
+    calls: list[ToolCall], choice: str | Mapping[str, Any], errors: Sequence[CallError]
+) -> tuple[list[ToolCall], list[CallError]]:
+    """The calls ``choice`` allows, and an error for each it forbids (or for a ``required``
+    turn that holds neither a call nor an error already)."""
+    named = chosen_tool(choice)
+    if choice == "none":
+        why = "tool_choice is 'none': no tool may be called this turn"
+        return [], [CallError(CallErrorKind.TOOL_CHOICE, why, c.name, c.id) for c in calls]
+    if named is not None:
+        kept = [c for c in calls if c.name == named]
+        refused = [
+            CallError(
+                CallErrorKind.TOOL_CHOICE,
+                f"tool_choice names {named!r}: {c.name!r} may not be called this turn",
+                c.name,
+                c.id,
+            )
+            for c in calls
+            if c.name != named
+        ]
+        return kept, refused
+    if choice == "required" and not calls and not errors:
+        why = "tool_choice is 'required', but the answer calls no tool"
+        return [], [CallError(CallErrorKind.TOOL_CHOICE, why)]
+    return calls, []
 
 
 def _on_event_loop(

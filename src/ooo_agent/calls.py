@@ -76,6 +76,8 @@ class CallErrorKind(str, Enum):
     SCHEMA_VIOLATION = "schema_violation"
     COERCION = "coercion"
     MALFORMED_CALL = "malformed_call"
+    TOOL_CHOICE = "tool_choice"
+    """The call (or its absence) breaks the request's ``tool_choice``."""
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ooo_agent.calls import CallResult, CallStats, ToolCall, ToolResult
+from ooo_agent.targets.base import normalize_tool_choice
 from ooo_agent.tools import Toolset
 
 __all__ = [
@@ -69,34 +70,6 @@ def finish_reason(result: CallResult) -> str:
     if result.stats.decode.finish_reason == "length":
         return "length"
     return "stop"
-
-
-def normalize_tool_choice(choice: Any) -> str | dict[str, Any]:
-    """Any common spelling of ``tool_choice`` → ``auto`` | ``none`` | ``required`` | named.
-
-    Accepts OpenAI's values and dicts, LangChain's ``"any"`` and ``True`` (= required), and a
-    bare tool name. Raises ``ValueError`` for anything else.
-    """
-    if choice is None:
-        return "auto"
-    if choice is True or choice == "any":
-        return "required"
-    if choice is False:
-        return "none"
-    if isinstance(choice, str):
-        if choice in ("auto", "none", "required"):
-            return choice
-        if choice:
-            return {"type": "function", "function": {"name": choice}}
-    if isinstance(choice, Mapping):
-        function = choice.get("function")
-        name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
-        if isinstance(name, str) and name:
-            return {"type": "function", "function": {"name": name}}
-    raise ValueError(
-        "tool_choice must be 'auto', 'none', 'required' or "
-        f"{{'type': 'function', 'function': {{'name': ...}}}}, not {choice!r}"
-    )
 
 
 def tools_for_choice(toolset: Toolset, choice: str | Mapping[str, Any]) -> Toolset:

@@ -18,13 +18,55 @@ if TYPE_CHECKING:
     from ooo_agent.formats.base import ChatFormat
     from ooo_agent.sidecar.base import HintBox
 
-__all__ = ["MODES", "Generation", "Mode", "Target", "TargetRequest"]
+__all__ = [
+    "MODES",
+    "Generation",
+    "Mode",
+    "Target",
+    "TargetRequest",
+    "chosen_tool",
+    "normalize_tool_choice",
+]
 
 Mode = Literal["vanilla", "toolspec", "ooo"]
 MODES: tuple[Mode, ...] = ("vanilla", "toolspec", "ooo")
 
 ToolChoice = str | Mapping[str, Any]
 """``"auto"`` | ``"none"`` | ``"required"`` | ``{"type": "function", "function": {"name": ...}}``."""
+
+
+def normalize_tool_choice(choice: Any) -> str | dict[str, Any]:
+    """Any common spelling of ``tool_choice`` → ``auto`` | ``none`` | ``required`` | named.
+
+    Accepts OpenAI's values and dicts, LangChain's ``"any"`` and ``True`` (= required), and a
+    bare tool name. Raises ``ValueError`` for anything else.
+    """
+    if choice is None:
+        return "auto"
+    if choice is True or choice == "any":
+        return "required"
+    if choice is False:
+        return "none"
+    if isinstance(choice, str):
+        if choice in ("auto", "none", "required"):
+            return choice
+        if choice:
+            return {"type": "function", "function": {"name": choice}}
+    if isinstance(choice, Mapping):
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else choice.get("name")
+        if isinstance(name, str) and name:
+            return {"type": "function", "function": {"name": name}}
+    raise ValueError(
+        "tool_choice must be 'auto', 'none', 'required' or "
+        f"{{'type': 'function', 'function': {{'name': ...}}}}, not {choice!r}"
+    )
+
+
+def chosen_tool(choice: ToolChoice) -> str | None:
+    """The tool a named ``tool_choice`` forces (None for ``auto``, ``none`` and ``required``)."""
+    normal = normalize_tool_choice(choice)
+    return None if isinstance(normal, str) else str(normal["function"]["name"])
 
 
 @dataclass

@@ -18,6 +18,7 @@ Example::
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -26,7 +27,14 @@ import anyio
 import anyio.to_thread
 
 from ooo_agent.errors import TargetError
-from ooo_agent.targets.base import MODES, Generation, Mode, TargetRequest
+from ooo_agent.targets.base import (
+    MODES,
+    Generation,
+    Mode,
+    TargetRequest,
+    chosen_tool,
+    normalize_tool_choice,
+)
 
 if TYPE_CHECKING:
     import torch
@@ -82,6 +90,11 @@ class HFTarget:
     ``stats.call_probability`` holds that probability wherever the policy was asked — a turn
     that answers a user's message with tools offered (after a tool's result, whether to call
     again is left to the model).
+    ``request.tool_choice`` is decoded under, in every mode alike: ``"none"`` always declines
+    (``stats.declined`` stays false: the request refused, not the policy), ``"required"`` opens
+    the answer with a call (:mod:`ooo_agent.decoding.choice`) and a named tool opens it with
+    that tool's call and holds every call's name to it; the decline policy applies to
+    ``"auto"`` only.
     """
 
     def __init__(
@@ -266,9 +279,13 @@ class HFTarget:
             tools = with_value_conventions(request.messages, tools)
         return tools
 
-    def _constraint(self, tools: Sequence[Mapping[str, Any]]) -> CallConstraint | None:
-        """This request's call constraint (None when off or nothing to constrain)."""
-        if not (self.constrain_names or self.constrain_json or self.constrain_arguments):
+    def _constraint(
+        self, tools: Sequence[Mapping[str, Any]], *, names: bool = False
+    ) -> CallConstraint | None:
+        """This request's call constraint (None when off or nothing to constrain); ``names``
+        holds call names to ``tools`` whatever ``constrain_names`` says (a named tool_choice)."""
+        names = names or self.constrain_names
+        if not (names or self.constrain_json or self.constrain_arguments):
             return None
         if not tools:
             return None
@@ -280,30 +297,59 @@ class HFTarget:
         return CallConstraint(
             skeleton,
             self.codec.decode,
-            names=self.constrain_names,
+            names=names,
             well_formed=self.constrain_json,
             arguments=self.constrain_arguments,
         )
 
-    def _decline_policy(
-        self, constraint: TokenConstraint | None, box: HintBox | None
-    ) -> DeclinePolicy | None:
-        """The first-token decline policy around ``constraint`` (None when off); a decline is
-        reported to ``box``, so the sidecar's wave stops."""
-        threshold = self.decline_below
-        if threshold is None:
-            return None
-        from ooo_agent.decoding.decline import DeclinePolicy, call_start_ids
+    def _call_opening(self) -> tuple[frozenset[int], str]:
+        """The token a call starts with and the text that opens one, once per target."""
+        if self._call_start is None:  # the format does not change
+            from ooo_agent.decoding.decline import call_start_ids
 
-        if self._call_start is None:  # once per target: the format does not change
             call = self._format.render_calls([("f", {})])
             self._call_start = (call_start_ids(self.codec.encode, call), self._format.call_opening)
-        start_ids, marker = self._call_start
+        return self._call_start
+
+    def _required_call(
+        self, constraint: TokenConstraint | None, named: str | None
+    ) -> TokenConstraint:
+        """``constraint`` behind the call opening the answer must start with: the format's, or,
+        for a named tool, the call as the format renders it up to the tool's name."""
+        from ooo_agent.decoding.choice import RequiredCall
+
+        start_ids, opening = self._call_opening()
+        if named is not None:
+            call = self._format.render_calls([(named, {})])
+            at = call.find(named)
+            if at >= 0:
+                end = at + len(named)
+                opening = call[: end + 1] if call[end : end + 1] == '"' else call[:end]
+        return RequiredCall(start_ids, opening, self.codec.decode, inner=constraint)
+
+    def _decline_policy(
+        self,
+        constraint: TokenConstraint | None,
+        box: HintBox | None,
+        *,
+        threshold: float | None = None,
+        reason: str | None = None,
+    ) -> DeclinePolicy | None:
+        """The first-token decline policy around ``constraint`` (None when off; ``threshold``
+        defaults to ``decline_below``); a decline is reported to ``box`` (with ``reason``, or
+        the probability), so the sidecar's wave stops."""
+        threshold = self.decline_below if threshold is None else threshold
+        if threshold is None:
+            return None
+        from ooo_agent.decoding.decline import DeclinePolicy
+
+        start_ids, marker = self._call_opening()
 
         def report(probability: float) -> None:
             if box is not None:
                 box.report_no_call(
-                    f"the target declined to call a tool: its first token gave a call "
+                    reason
+                    or f"the target declined to call a tool: its first token gave a call "
                     f"{probability:.1%}, below {threshold:.1%}"
                 )
 
@@ -331,14 +377,27 @@ class HFTarget:
 
         if request.mode not in MODES:
             raise ValueError(f"unknown mode {request.mode!r}; expected one of {MODES}")
+        choice = normalize_tool_choice(request.tool_choice)
+        named = chosen_tool(choice)
         prompt = self.prompt_ids(request.messages, request.tools)
         stop = StopCondition.of(self.end_ids, self._format.stop_strings, self.codec.decode)
         tools = self._decoding_tools(request)
+        if named is not None:  # drafts and constraint for the named tool only
+            tools = [t for t in tools if t.get("function", {}).get("name") == named]
+            if not tools:
+                raise ValueError(f"tool_choice names {named!r}, which is not among the tools")
         plan = None if request.mode == "vanilla" else _Speculation(self, request, prompt, tools)
-        constraint: TokenConstraint | None = self._constraint(tools)
-        policy = (
-            self._decline_policy(constraint, request.hint_box) if _asks_afresh(request) else None
-        )
+        constraint: TokenConstraint | None = self._constraint(tools, names=named is not None)
+        policy: DeclinePolicy | None = None
+        if not request.tools or choice == "auto":
+            if _asks_afresh(request):
+                policy = self._decline_policy(constraint, request.hint_box)
+        elif choice == "none":
+            policy = self._decline_policy(
+                constraint, request.hint_box, threshold=math.inf, reason="tool_choice is 'none'"
+            )
+        else:  # "required" or a named tool
+            constraint = self._required_call(constraint, named)
         if policy is not None:
             constraint = policy
         try:
@@ -368,7 +427,7 @@ class HFTarget:
         if policy is None:
             return Generation(text=text, token_ids=tokens, stats=result.stats)
         result.stats.call_probability = policy.call_probability
-        result.stats.declined = policy.declined
+        result.stats.declined = policy.declined and choice == "auto"
         # Declined: the answer is words, whatever JSON they might quote.
         calls: list[RawCall] | None = [] if policy.declined else None
         return Generation(text=text, raw_calls=calls, token_ids=tokens, stats=result.stats)
