@@ -17,9 +17,12 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_script(path: str, *args: str, timeout: float = 120) -> str:
+def run_script(path: str, *args: str, timeout: float = 120, replay: bool = True) -> str:
     env = dict(os.environ)
-    env["OOO_AGENT_EXAMPLES_REPLAY"] = "1"
+    if replay:
+        env["OOO_AGENT_EXAMPLES_REPLAY"] = "1"
+    else:
+        env.pop("OOO_AGENT_EXAMPLES_REPLAY", None)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
     done = subprocess.run(
         [sys.executable, str(ROOT / path), *args],
@@ -43,6 +46,31 @@ def test_quickstart_example() -> None:
     # Every request ends in a dispatched call, a reported error or plain text; the first is
     # the weather in Paris (the embedded model and the recording agree on it).
     assert "call   get_weather({'city': 'Paris'" in out
+
+
+TOOL_CHOICE_LINES = [
+    "  tool_choice='none'               text: \"Sorry, I can't do that with the tools I have.\"",
+    "  tool_choice='auto'               get_weather({'city': 'Paris', 'unit': 'EUR'})",
+    "  tool_choice='convert_currency'   convert_currency({'amount': 120.0, 'source': 'EUR', "
+    "'target': 'USD'}) -> 129.6",
+    "  tool_choice='get_weather'        get_weather({'city': 'Paris', 'unit': 'celsius'})",
+]
+
+
+def test_tool_choice_example() -> None:
+    out = run_script("examples/tool_choice.py")
+    for line in TOOL_CHOICE_LINES:
+        assert line in out
+
+
+@pytest.mark.slow
+def test_tool_choice_example_on_the_embedded_model() -> None:
+    """The recording the example replays is what the embedded model writes."""
+    out = run_script("examples/tool_choice.py", timeout=600, replay=False)
+    if "[target] embedded model" not in out:
+        pytest.skip("the embedded model is not installed")
+    for line in TOOL_CHOICE_LINES:
+        assert line in out
 
 
 def test_agent_loop_example() -> None:

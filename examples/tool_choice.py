@@ -1,0 +1,95 @@
+"""`tool_choice`: let the model choose, forbid calls, require one, or name the tool.
+
+The embedded target decodes under the choice (and the caller holds any target's calls to it);
+each request is sent with `"auto"` and then with another choice, side by side.
+
+    python examples/tool_choice.py
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from _common import make_target, tool_call
+
+from ooo_agent import FastToolCaller, tool
+from ooo_agent.targets.base import TargetRequest, chosen_tool, normalize_tool_choice
+
+
+@tool
+def get_weather(city: str, unit: str = "celsius") -> dict[str, object]:
+    """Current weather for a city.
+
+    Args:
+        city: The city name, e.g. "Paris".
+        unit: "celsius" or "fahrenheit".
+    """
+    return {"city": city, "temperature": 21, "unit": unit}
+
+
+@tool
+def convert_currency(amount: float, source: str, target: str) -> float:
+    """Convert money between currencies.
+
+    Args:
+        amount: How much money.
+        source: ISO code of the currency to convert from.
+        target: ISO code of the currency to convert to.
+    """
+    return round(amount * 1.08, 2)
+
+
+REQUESTS: list[tuple[str, Any]] = [
+    ("What's the weather in Paris?", "none"),
+    ("I have 120 EUR for the trip.", "convert_currency"),
+    ("Paris, please.", "get_weather"),
+]
+
+SORRY = "Sorry, I can't do that with the tools I have."
+RECORDED = {  # what the embedded model writes for each (request, choice)
+    ("What's the weather in Paris?", "auto"): tool_call(
+        "get_weather", '{"city": "Paris", "unit": "celsius"}'
+    ),
+    ("What's the weather in Paris?", "none"): SORRY,
+    ("I have 120 EUR for the trip.", "auto"): tool_call(
+        "get_weather",
+        '{"city": "Paris", "unit": "EUR", "required": ["amount", "source", "target"]}',
+    ),
+    ("I have 120 EUR for the trip.", "convert_currency"): tool_call(
+        "convert_currency", '{"amount": 120, "source": "EUR", "target": "USD"}'
+    ),
+    ("Paris, please.", "auto"): SORRY,
+    ("Paris, please.", "get_weather"): tool_call(
+        "get_weather", '{"city": "Paris", "unit": "celsius", "required": ["city"]}'
+    ),
+}
+
+
+def recorded(request: TargetRequest) -> str:
+    choice = normalize_tool_choice(request.tool_choice)
+    key = chosen_tool(choice) or str(choice)
+    return RECORDED[(str(request.messages[-1]["content"]), key)]
+
+
+async def main() -> None:
+    target, _ = make_target(recorded)
+    caller = FastToolCaller(target)
+    for question, choice in REQUESTS:
+        print(f"\n> {question}")
+        for each in ("auto", choice):
+            result = await caller.call(
+                [{"role": "user", "content": question}],
+                [get_weather, convert_currency],
+                tool_choice=each,
+            )
+            said = [
+                f"{c.name}({c.arguments}) -> {r.content()}"
+                for c, r in zip(result.calls, result.results, strict=False)
+            ]
+            said += [f"refused {e.kind.value}: {e.message}" for e in result.errors]
+            print(f"  tool_choice={each!r:20} {'; '.join(said) or 'text: ' + repr(result.text)}")
+
+
+if __name__ == "__main__":
+    anyio.run(main)
