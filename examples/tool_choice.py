@@ -12,33 +12,10 @@ from typing import Any
 
 import anyio
 from _common import make_target, tool_call
+from quickstart import convert_currency, get_weather  # the same two tools
 
-from ooo_agent import FastToolCaller, tool
+from ooo_agent import FastToolCaller
 from ooo_agent.targets.base import TargetRequest, chosen_tool, normalize_tool_choice
-
-
-@tool
-def get_weather(city: str, unit: str = "celsius") -> dict[str, object]:
-    """Current weather for a city.
-
-    Args:
-        city: The city name, e.g. "Paris".
-        unit: "celsius" or "fahrenheit".
-    """
-    return {"city": city, "temperature": 21, "unit": unit}
-
-
-@tool
-def convert_currency(amount: float, source: str, target: str) -> float:
-    """Convert money between currencies.
-
-    Args:
-        amount: How much money.
-        source: ISO code of the currency to convert from.
-        target: ISO code of the currency to convert to.
-    """
-    return round(amount * 1.08, 2)
-
 
 REQUESTS: list[tuple[str, Any]] = [
     ("What's the weather in Paris?", "none"),

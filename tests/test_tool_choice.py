@@ -21,21 +21,10 @@ from ooo_agent.targets.base import (  # noqa: E402
 )
 from ooo_agent.targets.hf import HFTarget  # noqa: E402
 from ooo_agent.targets.replay import ReplayTarget  # noqa: E402
+from test_bench_runner import TIME  # noqa: E402  (get_time: zone)
 from test_decoding_support import byte_tokenizer, tiny_model  # noqa: E402
 from test_hf_target import MESSAGES, TOOLS  # noqa: E402  (get_weather: city, unit)
 
-TIME = {
-    "type": "function",
-    "function": {
-        "name": "get_time",
-        "description": "Local time in a zone.",
-        "parameters": {
-            "type": "object",
-            "properties": {"zone": {"type": "string"}},
-            "required": ["zone"],
-        },
-    },
-}
 TWO_TOOLS = [*TOOLS, TIME]
 MODES = ("vanilla", "toolspec", "ooo")
 
