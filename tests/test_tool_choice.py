@@ -232,3 +232,15 @@ async def test_none_runs_no_wave() -> None:
     assert Counting.waves == 0 and caller.mode == "ooo"
     await caller.call([], [add])
     assert Counting.waves == 1
+
+
+@pytest.mark.anyio
+async def test_no_parallel_calls_dispatches_only_the_first() -> None:
+    ran.clear()
+    caller = FastToolCaller(ReplayTarget([TWO_CALLS], cycle=True))
+    one = await caller.call([], [add, echo], parallel_tool_calls=False)
+    assert [c.name for c in one.calls] == ["add"] and ran == ["add"]
+    assert [(e.kind, e.name) for e in one.errors] == [(CallErrorKind.TOOL_CHOICE, "echo")]
+    ran.clear()
+    both = await caller.call([], [add, echo])
+    assert [c.name for c in both.calls] == ["add", "echo"] and ran == ["add", "echo"]

@@ -130,6 +130,8 @@ class FastToolCaller:
         only); LangChain's ``"any"`` and a bare tool name are accepted too. ``HFTarget`` decodes
         under it; whatever the target, a call it forbids is not dispatched and comes back in
         ``result.errors`` (kind ``tool_choice``), as does a ``"required"`` turn without a call.
+        ``parallel_tool_calls=False`` dispatches at most one call, the first valid one; any
+        other comes back in ``result.errors`` (kind ``tool_choice``).
 
         Never raises for anything the model wrote: unknown tools, malformed JSON and schema
         violations come back in ``result.errors``; tool exceptions and timeouts in
@@ -204,6 +206,17 @@ class FastToolCaller:
             raw_calls, parse_errors, result.text = self._extract_calls(generation)
             result.calls, errors = validate_calls(raw_calls, toolset, strict=self.strict)
             result.calls, refused = _held_to_choice(result.calls, choice, [*parse_errors, *errors])
+            if not parallel_tool_calls and len(result.calls) > 1:
+                result.calls, extra = result.calls[:1], result.calls[1:]
+                refused += [
+                    CallError(
+                        CallErrorKind.TOOL_CHOICE,
+                        "parallel_tool_calls is false: only the first call is made this turn",
+                        c.name,
+                        c.id,
+                    )
+                    for c in extra
+                ]
             result.errors = [*parse_errors, *errors, *refused]
             stats.validate_s = time.perf_counter() - started
 
