@@ -192,8 +192,12 @@ def test_named_tool_choice_restricts_tools(client: Any, server: Server) -> None:
 
 
 def test_parallel_tool_calls_false_returns_one_call(client: Any) -> None:
-    message = ask(client, "both please", parallel_tool_calls=False).choices[0].message
+    completion = ask(client, "both please", parallel_tool_calls=False)
+    message = completion.choices[0].message
     assert len(message.tool_calls) == 1
+    invalid = (completion.model_extra or {})["ooo"]["invalid_tool_calls"]
+    assert [i["kind"] for i in invalid] == ["tool_choice"]  # the other call: listed, not returned
+    assert invalid[0]["name"] != message.tool_calls[0].function.name
 
 
 def test_rejected_call_is_reported_not_returned(client: Any) -> None:
