@@ -244,3 +244,21 @@ async def test_no_parallel_calls_dispatches_only_the_first() -> None:
     ran.clear()
     both = await caller.call([], [add, echo])
     assert [c.name for c in both.calls] == ["add", "echo"] and ran == ["add", "echo"]
+
+
+@pytest.mark.anyio
+async def test_a_named_choice_leaves_the_sidecar_only_that_tool() -> None:
+    seen: list[list[str]] = []
+
+    class Recording:
+        async def wave(self, request: SidecarRequest, box: HintBox) -> Any:
+            seen.append([t["function"]["name"] for t in request.tools])
+            return None
+
+    class AllModes(ReplayTarget):
+        modes = ("vanilla", "toolspec", "ooo")
+
+    caller = FastToolCaller(AllModes([TWO_CALLS], cycle=True), Recording())
+    await caller.call([], [add, echo], tool_choice="echo")
+    await caller.call([], [add, echo], tool_choice="required")
+    assert seen == [["echo"], ["add", "echo"]]

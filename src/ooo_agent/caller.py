@@ -256,9 +256,13 @@ class FastToolCaller:
             if box is not None and self.sidecar is not None:
                 sidecar_stats.status = "running"
                 named = getattr(self.target, "constrain_mentioned", None)
+                forced = chosen_tool(request.tool_choice)
+                # A named tool_choice leaves the sidecar nothing to choose: it predicts that
+                # tool's arguments only (a hint for another tool could never be used).
+                tools = [t for t in request.tools if _tool_name(t) == forced] or request.tools
                 wave_request = SidecarRequest(
                     request.messages,
-                    request.tools,
+                    tools,
                     request.arrival,
                     named_optionals=named if isinstance(named, bool) else None,
                     value_conventions=getattr(self.target, "constrain_values", False) is True,
@@ -333,6 +337,11 @@ class FastToolCaller:
             stats.predicted = json.dumps(predicted, ensure_ascii=False, default=repr)
         if speculator is not None:
             speculator.offer(hint)
+
+
+def _tool_name(tool: Mapping[str, Any]) -> str | None:
+    function = tool.get("function")
+    return function.get("name") if isinstance(function, Mapping) else None
 
 
 def _held_to_choice(
