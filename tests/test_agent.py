@@ -192,3 +192,13 @@ def test_agent_is_part_of_the_public_api() -> None:
 
     assert ooo_agent.Agent is Agent
     assert "Agent" in ooo_agent.__all__ and "AgentResult" in ooo_agent.__all__
+
+
+def test_tool_choice_applies_to_the_first_turn_only() -> None:
+    target = ReplayTarget(["Let me think.", call("add", a=2, b=3), "It is 5."])
+    agent = Agent(FastToolCaller(target))
+    result = run(agent.run("What is 2 + 3?", [add, multiply], tool_choice="required"))
+    # The first turn broke "required" (no call): sent back as a retry, then the model called.
+    assert result.errors[0].kind.value == "tool_choice"
+    assert [c.name for c in result.calls] == ["add"] and result.final_text == "It is 5."
+    assert [r.tool_choice for r in target.requests] == ["required", "auto", "auto"]

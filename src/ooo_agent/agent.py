@@ -27,7 +27,7 @@ from typing import Any, Literal
 from ooo_agent.caller import FastToolCaller, ToolsLike
 from ooo_agent.calls import CallError, CallResult, CallStats, ToolCall, ToolResult
 from ooo_agent.errors import RetryBudgetExceeded
-from ooo_agent.targets.base import Target
+from ooo_agent.targets.base import Target, ToolChoice
 from ooo_agent.tools import Toolset
 
 __all__ = [
@@ -195,14 +195,19 @@ class Agent:
         tools: ToolsLike,
         *,
         max_turns: int | None = None,
+        tool_choice: ToolChoice = "auto",
     ) -> AgentResult:
         """Drive the conversation until the model answers in text or a budget ends it.
 
-        ``messages`` may be a plain string (one user message). Raises
+        ``messages`` may be a plain string (one user message). ``tool_choice`` applies to the
+        first turn only (``"required"`` or a named tool there makes the run start with a call);
+        later turns are ``"auto"``, so the model can answer. Raises
         :class:`RetryBudgetExceeded` when a tool's retry budget runs out (unless
         ``on_retry_budget="stop"``); a failing target raises ``TargetError``.
         """
-        async for event in self.stream(messages, tools, max_turns=max_turns):
+        async for event in self.stream(
+            messages, tools, max_turns=max_turns, tool_choice=tool_choice
+        ):
             if isinstance(event, FinalAnswer):
                 return event.result
         raise AssertionError("Agent.stream ended without a FinalAnswer")  # pragma: no cover
@@ -213,9 +218,10 @@ class Agent:
         tools: ToolsLike,
         *,
         max_turns: int | None = None,
+        tool_choice: ToolChoice = "auto",
     ) -> AsyncIterator[AgentEvent]:
         """The run as events: ``TurnStart``, ``ToolCallEvent``, ``ToolResultEvent``,
-        ``ValidationErrorEvent`` and, last, ``FinalAnswer``."""
+        ``ValidationErrorEvent`` and, last, ``FinalAnswer`` (``tool_choice``: :meth:`run`)."""
         budget = self.max_turns if max_turns is None else max_turns
         if budget < 1:
             raise ValueError(f"max_turns must be at least 1, not {budget}")
@@ -227,7 +233,8 @@ class Agent:
         for turn in range(1, budget + 1):
             yield TurnStart(turn)
             run.turns = turn
-            result = await self.caller.call(history, toolset, dispatch=True)
+            choice = tool_choice if turn == 1 else "auto"
+            result = await self.caller.call(history, toolset, dispatch=True, tool_choice=choice)
             run.stats.turns.append(result.stats)
             run.calls.extend(result.calls)
             run.results.extend(result.results)
