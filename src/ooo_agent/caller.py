@@ -36,6 +36,7 @@ from ooo_agent.targets.base import (
     TargetRequest,
     chosen_tool,
     normalize_tool_choice,
+    tools_named,
 )
 from ooo_agent.tools import Tool, Toolset
 from ooo_agent.validate import validate_calls
@@ -205,18 +206,9 @@ class FastToolCaller:
             started = time.perf_counter()
             raw_calls, parse_errors, result.text = self._extract_calls(generation)
             result.calls, errors = validate_calls(raw_calls, toolset, strict=self.strict)
-            result.calls, refused = _held_to_choice(result.calls, choice, [*parse_errors, *errors])
-            if not parallel_tool_calls and len(result.calls) > 1:
-                result.calls, extra = result.calls[:1], result.calls[1:]
-                refused += [
-                    CallError(
-                        CallErrorKind.TOOL_CHOICE,
-                        "parallel_tool_calls is false: only the first call is made this turn",
-                        c.name,
-                        c.id,
-                    )
-                    for c in extra
-                ]
+            result.calls, refused = _held_to_choice(
+                result.calls, choice, parallel_tool_calls, [*parse_errors, *errors]
+            )
             result.errors = [*parse_errors, *errors, *refused]
             stats.validate_s = time.perf_counter() - started
 
@@ -259,7 +251,7 @@ class FastToolCaller:
                 forced = chosen_tool(request.tool_choice)
                 # A named tool_choice leaves the sidecar nothing to choose: it predicts that
                 # tool's arguments only (a hint for another tool could never be used).
-                tools = [t for t in request.tools if _tool_name(t) == forced] or request.tools
+                tools = request.tools if forced is None else tools_named(request.tools, forced)
                 wave_request = SidecarRequest(
                     request.messages,
                     tools,
@@ -339,37 +331,32 @@ class FastToolCaller:
             speculator.offer(hint)
 
 
-def _tool_name(tool: Mapping[str, Any]) -> str | None:
-    function = tool.get("function")
-    return function.get("name") if isinstance(function, Mapping) else None
-
-
 def _held_to_choice(
-    calls: list[ToolCall], choice: str | Mapping[str, Any], errors: Sequence[CallError]
+    calls: list[ToolCall],
+    choice: str | Mapping[str, Any],
+    parallel: bool,
+    errors: Sequence[CallError],
 ) -> tuple[list[ToolCall], list[CallError]]:
-    """The calls ``choice`` allows, and an error for each it forbids (or for a ``required``
-    turn that holds neither a call nor an error already)."""
-    named = chosen_tool(choice)
-    if choice == "none":
-        why = "tool_choice is 'none': no tool may be called this turn"
-        return [], [CallError(CallErrorKind.TOOL_CHOICE, why, c.name, c.id) for c in calls]
-    if named is not None:
-        kept = [c for c in calls if c.name == named]
-        refused = [
-            CallError(
-                CallErrorKind.TOOL_CHOICE,
-                f"tool_choice names {named!r}: {c.name!r} may not be called this turn",
-                c.name,
-                c.id,
-            )
-            for c in calls
-            if c.name != named
-        ]
-        return kept, refused
+    """The calls ``choice`` and ``parallel`` (``parallel_tool_calls``) allow, and an error
+    for each they forbid (or for a ``required`` turn with neither a call nor an error)."""
     if choice == "required" and not calls and not errors:
         why = "tool_choice is 'required', but the answer calls no tool"
         return [], [CallError(CallErrorKind.TOOL_CHOICE, why)]
-    return calls, []
+    named = chosen_tool(choice)
+    kept: list[ToolCall] = []
+    refused: list[CallError] = []
+    for call in calls:
+        if choice == "none":
+            why = "tool_choice is 'none': no tool may be called this turn"
+        elif named is not None and call.name != named:
+            why = f"tool_choice names {named!r}: {call.name!r} may not be called this turn"
+        elif kept and not parallel:
+            why = "parallel_tool_calls is false: only the first call is made this turn"
+        else:
+            kept.append(call)
+            continue
+        refused.append(CallError(CallErrorKind.TOOL_CHOICE, why, call.name, call.id))
+    return kept, refused
 
 
 def _on_event_loop(

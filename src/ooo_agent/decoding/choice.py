@@ -49,11 +49,16 @@ class RequiredCall:
         self.inner = inner
         self.overrides = 0
         self._own_overrides = 0
+        # A token writes at least a byte, so an opening that is written lies within the first
+        # few tokens (a margin for tokens that write nothing): the check decodes that bounded
+        # prefix, not the whole answer at every step.
+        self._reach = 2 * len(opening.encode("utf-8")) + 8
 
     def _opened(self, generated: Sequence[int]) -> bool:
         if not generated:
             return False
-        return not self.opening or self.decode(generated).startswith(self.opening)
+        head = self.decode(generated[: self._reach])
+        return not self.opening or head.startswith(self.opening)
 
     def _allowed(self, generated: Sequence[int], token: int) -> bool:
         if not generated and token not in self.start_ids:

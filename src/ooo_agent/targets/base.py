@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ooo_agent.calls import DecodeStats, RawCall
+from ooo_agent.formats._common import loose_function
 
 if TYPE_CHECKING:
     from ooo_agent.formats.base import ChatFormat
@@ -26,6 +27,7 @@ __all__ = [
     "TargetRequest",
     "chosen_tool",
     "normalize_tool_choice",
+    "tools_named",
 ]
 
 Mode = Literal["vanilla", "toolspec", "ooo"]
@@ -61,6 +63,11 @@ def normalize_tool_choice(choice: Any) -> str | dict[str, Any]:
         "tool_choice must be 'auto', 'none', 'required' or "
         f"{{'type': 'function', 'function': {{'name': ...}}}}, not {choice!r}"
     )
+
+
+def tools_named(tools: Sequence[Mapping[str, Any]], name: str) -> list[Mapping[str, Any]]:
+    """The OpenAI tool dicts among ``tools`` whose function is called ``name``."""
+    return [t for t in tools if loose_function(t).get("name") == name]
 
 
 def chosen_tool(choice: ToolChoice) -> str | None:

@@ -34,6 +34,7 @@ from ooo_agent.targets.base import (
     TargetRequest,
     chosen_tool,
     normalize_tool_choice,
+    tools_named,
 )
 
 if TYPE_CHECKING:
@@ -383,7 +384,7 @@ class HFTarget:
         stop = StopCondition.of(self.end_ids, self._format.stop_strings, self.codec.decode)
         tools = self._decoding_tools(request)
         if named is not None:  # drafts and constraint for the named tool only
-            tools = [t for t in tools if t.get("function", {}).get("name") == named]
+            tools = tools_named(tools, named)
             if not tools:
                 raise ValueError(f"tool_choice names {named!r}, which is not among the tools")
         plan = None if request.mode == "vanilla" else _Speculation(self, request, prompt, tools)
