@@ -189,9 +189,10 @@ class SidecarStats:
     """What the sidecar did for one call."""
 
     status: str = "off"
-    """``off`` | ``ok`` | ``error`` | ``timeout`` | ``garbage`` | ``late`` | ``cancelled`` |
-    ``stopped`` (the target said its answer holds no call, so the wave was stopped; ``error``
-    says why)."""
+    """``off`` (no wave) | ``running`` (only while the call is in progress) | ``ok`` |
+    ``error`` | ``timeout`` | ``garbage`` | ``late`` (the target finished first; the wave was
+    cancelled) | ``stopped`` (the target said its answer holds no call, so the wave was
+    stopped; ``error`` says why)."""
     latency_s: float | None = None
     """From the request's arrival to the wave's last answer (None if it never finished)."""
     function_arrival_step: int | None = None
