@@ -20,9 +20,17 @@ to the same scores:
         --exclude adapters/smollm2-135m-sidecar/training_requests.txt --limit 300
 
 ``--exclude`` leaves out the requests a sidecar trained on (its ``training_requests.txt``):
-the set on which to choose a weight before looking at an evaluation set. The sidecar runs in
-float32, so the scores are the same on any CPU (``ooo-agent eval-sidecar --dtype auto`` takes
-bfloat16 where the CPU has native kernels).
+the set on which to choose a weight before looking at an evaluation set. To build such a set,
+``--select REQUESTS --select-out FILE`` writes the first ``--limit`` requests of a
+``python -m ooo_agent.train.data`` draw that offer two or more tools and are not excluded (in
+file order, nothing scored), for ``python -m ooo_agent.train.sidecar_data`` to label:
+
+    python benchmarks/tool_choice.py --select runs/target-data13/requests.jsonl \\
+        --exclude adapters/smollm2-135m-sidecar/training_requests.txt --limit 340 \\
+        --select-out runs/choice13/requests.jsonl
+
+The sidecar runs in float32, so the scores are the same on any CPU (``ooo-agent eval-sidecar
+--dtype auto`` takes bfloat16 where the CPU has native kernels).
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from ooo_agent.sidecar.relevance import tool_relevance, with_relevance
+from ooo_agent.sidecar.relevance import PARAMETER_WEIGHT, tool_relevance, with_relevance
 
 
 @dataclass
@@ -139,11 +147,31 @@ def labelled(path: Path, exclude: set[str], limit: int | None) -> Iterable[Mappi
             yield request
 
 
+def choice_requests(path: Path, exclude: set[str], limit: int | None) -> list[dict[str, Any]]:
+    """The requests of a ``requests.jsonl`` draw that offer two or more tools and are not in
+    ``exclude`` (fingerprints), in file order, at most ``limit``."""
+    chosen: list[dict[str, Any]] = []
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if limit is not None and len(chosen) >= limit:
+                break
+            request = json.loads(line)
+            if len(request["tools"]) < 2 or (exclude and fingerprint(request) in exclude):
+                continue
+            chosen.append(request)
+    return chosen
+
+
 def score_requests(
-    sidecar: Any, requests: Iterable[Mapping[str, Any]], *, two_orders: bool = False
+    sidecar: Any,
+    requests: Iterable[Mapping[str, Any]],
+    *,
+    two_orders: bool = False,
+    parameter_weight: float = PARAMETER_WEIGHT,
 ) -> list[Scored]:
-    """Each request's name scores (``HFSidecar.tool_choice_scores``) and relevance; with
-    ``two_orders``, also the names' scores with the tools listed in the reverse order."""
+    """Each request's name scores (``HFSidecar.tool_choice_scores``) and relevance (its
+    parameters' words weighted ``parameter_weight``); with ``two_orders``, also the names'
+    scores with the tools listed in the reverse order."""
     from ooo_agent.sidecar.base import SidecarRequest
 
     records = []
@@ -161,7 +189,7 @@ def score_requests(
                 names=[tool["function"]["name"] for tool in tools],
                 scored=scored,
                 prior=prior,
-                relevance=tool_relevance(messages, tools),
+                relevance=tool_relevance(messages, tools, parameter_weight=parameter_weight),
                 target=request["target_call"]["name"],
                 gold=calls[0]["name"] if calls else None,
                 reversed=backwards,
@@ -180,12 +208,24 @@ def _excluded(path: Path | None) -> set[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--labels", type=Path, required=True, help="label file (jsonl)")
+    parser.add_argument("--labels", type=Path, default=None, help="label file (jsonl)")
+    parser.add_argument(
+        "--select", type=Path, default=None, help="a requests.jsonl draw to select from"
+    )
+    parser.add_argument(
+        "--select-out", type=Path, default=None, help="where --select writes its requests"
+    )
     parser.add_argument("--sidecar", default="smollm2-135m-sidecar", help="preset or folder")
     parser.add_argument("--exclude", type=Path, default=None, help="training_requests.txt")
     parser.add_argument("--limit", type=int, default=None, help="at most N requests")
     parser.add_argument("--weights", default="0.5,1,2,4", help="relevance weights to try")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads")
+    parser.add_argument(
+        "--parameter-weight",
+        type=float,
+        default=PARAMETER_WEIGHT,
+        help="how much a word of a tool's parameters counts in its relevance (0: left out)",
+    )
     parser.add_argument(
         "--reversed",
         action="store_true",
@@ -194,6 +234,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="JSON report")
     args = parser.parse_args(argv)
     weights = [float(w) for w in args.weights.split(",") if w.strip()]
+    if args.select is not None:
+        if args.select_out is None:
+            parser.error("--select needs --select-out")
+        chosen = choice_requests(args.select, _excluded(args.exclude), args.limit)
+        args.select_out.parent.mkdir(parents=True, exist_ok=True)
+        args.select_out.write_text("".join(json.dumps(r) + "\n" for r in chosen))
+        print(f"{len(chosen)} requests with a choice written to {args.select_out}")
+        return 0
+    if args.labels is None:
+        parser.error("--labels is required (or --select)")
 
     import torch
 
@@ -208,7 +258,9 @@ def main(argv: list[str] | None = None) -> int:
         model = attach_adapter(model, Path(args.sidecar), merge=True)
         sidecar = HFSidecar(model, tokenizer, num_threads=args.threads)
     requests = labelled(args.labels, _excluded(args.exclude), args.limit)
-    records = score_requests(sidecar, requests, two_orders=args.reversed)
+    records = score_requests(
+        sidecar, requests, two_orders=args.reversed, parameter_weight=args.parameter_weight
+    )
     rows = table(records, weights)
     n = len(records)
     print(f"{n} requests with a choice ({args.labels})")
@@ -218,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{row['rule']:34s} target {row['target']:4d}/{n} {share:6.1%}  gold {gold}")
     if args.out is not None:
         report = {"labels": str(args.labels), "requests": n, "weights": weights, "rules": rows}
+        report["parameter_weight"] = args.parameter_weight
         report["items"] = [record.__dict__ for record in records]
         args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 0

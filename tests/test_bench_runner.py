@@ -222,6 +222,7 @@ def test_relevance_weight_needs_a_scored_choice_in_this_process(
     assert _bench(setup, out, *extra, *scored, "--sidecar-relevance-weight", "2") == 0
     summary = json.loads((out / "summary.json").read_text())
     assert summary["settings"]["sidecar_relevance_weight"] == 2.0
+    assert summary["settings"]["sidecar_relevance_parameter_weight"] == 0.5
     assert {m["mode"]: m for m in summary["modes"]}["ooo"]["identity"] == 1.0
     assert _bench(setup, tmp_path / "auto", *extra) == 0  # a folder is no preset: 0
     summary = json.loads((tmp_path / "auto" / "summary.json").read_text())
@@ -237,6 +238,12 @@ def test_relevance_weight_needs_a_scored_choice_in_this_process(
         assert "in this process" in capsys.readouterr().err
     assert _bench(setup, tmp_path / "no", *extra, *scored, "--sidecar-relevance-weight", "-1")
     assert "at least 0" in capsys.readouterr().err
+    parameters = ["--sidecar-relevance-parameter-weight"]
+    assert _bench(setup, tmp_path / "no", *extra, *scored, *parameters, "-1") != 0
+    assert "parameter-weight must be at least 0" in capsys.readouterr().err
+    assert _bench(setup, out, *extra, *scored, *parameters, "0") == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["settings"]["sidecar_relevance_parameter_weight"] == 0.0
 
 
 def test_skip_measures_a_later_range_and_warms_up_beyond_it(
@@ -252,6 +259,32 @@ def test_skip_measures_a_later_range_and_warms_up_beyond_it(
     assert [(r["item_id"], r["warmup"]) for r in lines] == [("tiny_2", True), ("tiny_1", False)]
     assert main([*argv, "--skip", "-1"]) != 0
     assert "--skip" in capsys.readouterr().err
+
+
+def test_items_measures_the_named_items_in_order_and_warms_up_on_others(
+    setup: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    model_dir, data = setup
+    out = tmp_path / "out"
+    argv = ["bench", "--data", str(data), "--target", str(model_dir), "--max-new-tokens", "8",
+            "--modes", "vanilla", "--out", str(out), "--warmup", "1"]  # fmt: skip
+    assert main([*argv, "--items", "tiny_2,tiny_0"]) == 0
+    lines = [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()]
+    assert [(r["item_id"], r["warmup"]) for r in lines] == [
+        ("tiny_1", True),
+        ("tiny_2", False),
+        ("tiny_0", False),
+    ]
+    capsys.readouterr()
+    for bad, said in [
+        ("tiny_9", "no item tiny_9"),
+        ("tiny_1,tiny_1", "distinct"),
+        (",", "distinct"),
+    ]:
+        assert main([*argv, "--items", bad]) != 0
+        assert said in capsys.readouterr().err
+    assert main([*argv, "--items", "tiny_1", "--skip", "1"]) != 0
+    assert "drop --skip" in capsys.readouterr().err
 
 
 def test_ooo_without_a_sidecar_is_a_clear_error(

@@ -274,13 +274,15 @@ def test_cli_end_to_end_on_a_tiny_model(
     assert report["config"]["typed_values"] is False
     assert report["config"]["mentioned_values"] is False
     assert report["config"]["unnamed_nulls"] is False
+    assert report["config"]["relevance_parameter_weight"] == 0.5  # WaveOptions' default
     steered = ["--required-values", "on", "--typed-values", "on", "--mentioned-values", "on",
-               "--unnamed-nulls", "on"]  # fmt: skip
+               "--unnamed-nulls", "on", "--relevance-parameter-weight", "0"]  # fmt: skip
     assert main([*argv, *steered, "--no-direct"]) == 0
     report = json.loads(out.read_text())
     config = report["config"]
     assert config["required_values"] is True and config["typed_values"] is True
     assert config["mentioned_values"] is True and config["unnamed_nulls"] is True
+    assert config["relevance_parameter_weight"] == 0.0
     # The rows left out still count: answered null without asking, scored like any other.
     assert report["scores"]["target"]["argument_exact"]["n"] == 2
 
@@ -328,6 +330,9 @@ def test_cli_refuses_training_requests_and_bad_input(
     assert "needs function_choice" in capsys.readouterr().err
     assert main(["eval-sidecar", *weighted[:-1], "-1", "--function-choice", "scored"]) == 1
     assert "at least 0" in capsys.readouterr().err
+    negative = ["--relevance-parameter-weight", "-0.5"]
+    assert main(["eval-sidecar", "--sidecar", str(adapter), *common, *negative]) == 1
+    assert "relevance_parameter_weight must be at least 0" in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()
     plain = tmp_path / "plain.jsonl"
     plain.write_text(json.dumps(items[1].request.to_dict()) + "\n")

@@ -10,6 +10,7 @@ import pytest
 from ooo_agent.sidecar._wave import WaveOptions
 from ooo_agent.sidecar.relevance import (
     NAME_WEIGHT,
+    PARAMETER_WEIGHT,
     log_softmax,
     relevance_terms,
     tool_relevance,
@@ -52,6 +53,45 @@ def test_a_name_word_counts_twice_a_description_word_once_weighted_by_rarity() -
     assert both == pytest.approx([NAME_WEIGHT * idf_one + idf_all, idf_all])
 
 
+def test_a_parameter_word_counts_half_and_weight_zero_leaves_parameters_out() -> None:
+    loan = _tool("finance.loan_payment", "Monthly payment of a loan.")
+    loan["function"]["parameters"] = {
+        "type": "object",
+        "properties": {
+            "principal": {"type": "number", "description": "Amount borrowed."},
+            "annual_rate": {"type": "number", "description": "Yearly interest, a fraction."},
+        },
+    }
+    growth = _tool("finance.compound_growth", "What a deposit is worth after some years.")
+    tools = [loan, growth]
+    content = "A principal of 10000 at 5% interest: what will my deposit be worth?"
+    messages = [{"role": "user", "content": content}]
+    idf = math.log(3 / 1.5)  # "principal", "interest", "deposit", "worth": one tool each
+    with_parameters = tool_relevance(messages, tools)
+    assert PARAMETER_WEIGHT == 0.5
+    assert with_parameters == pytest.approx([2 * PARAMETER_WEIGHT * idf, 2 * idf])
+    assert max(range(2), key=with_parameters.__getitem__) == 1  # the description outweighs
+    heavier = tool_relevance(messages, tools, parameter_weight=2.0)
+    assert heavier == pytest.approx([4 * idf, 2 * idf])  # and here the parameters decide
+    # 0: the parameters neither score nor count towards a word's rarity (the rule before).
+    assert tool_relevance(messages, tools, parameter_weight=0) == pytest.approx([0.0, 2 * idf])
+    shared = [{"role": "user", "content": "the amount"}]
+    described = [_tool("a.pay", "Pay an amount."), loan]
+    plain = tool_relevance(shared, described, parameter_weight=0)
+    assert plain == pytest.approx([math.log(3 / 1.5), 0.0])
+    both = tool_relevance(shared, described)  # "amount" now in both tools: rarer no more
+    assert both == pytest.approx([math.log(3 / 2.5), PARAMETER_WEIGHT * math.log(3 / 2.5)])
+    with pytest.raises(ValueError, match="at least 0"):
+        tool_relevance(messages, tools, parameter_weight=-1)
+    # A property schema that is no object still gives its name; odd "properties" give nothing.
+    odd = _tool("odd.tool")
+    odd["function"]["parameters"] = {"type": "object", "properties": {"amount": True}}
+    asked = [{"role": "user", "content": "amount"}]
+    assert tool_relevance(asked, [odd, growth]) == pytest.approx([0.5 * idf, 0.0])
+    odd["function"]["parameters"] = {"type": "object", "properties": ["amount"]}
+    assert tool_relevance(asked, [odd, growth]) == [0.0, 0.0]
+
+
 def test_only_the_users_words_count() -> None:
     tools = [_tool("weather.forecast"), _tool("currency.convert")]
     messages = [
@@ -88,6 +128,10 @@ def test_wave_options_refuse_a_weight_they_cannot_use() -> None:
         WaveOptions(function_choice="scored", relevance_weight=float("nan"))
     with pytest.raises(ValueError, match="needs function_choice"):
         WaveOptions(function_choice="index", relevance_weight=1.0)
+    assert WaveOptions().relevance_parameter_weight == PARAMETER_WEIGHT
+    assert WaveOptions(relevance_parameter_weight=0).relevance_parameter_weight == 0
+    with pytest.raises(ValueError, match="relevance_parameter_weight must be at least 0"):
+        WaveOptions(relevance_parameter_weight=float("nan"))
 
 
 def test_eval_sidecar_flags_resolve_the_weight_against_the_choice() -> None:

@@ -107,6 +107,20 @@ def test_labels_keep_choices_with_a_target_call_and_drop_trained_requests(tmp_pa
     kept = module.labelled(labels, module._excluded(listing), None)
     assert [r["id"] for r in kept] == ["one"]  # by fingerprint, whatever its id there
     assert [r["id"] for r in module.labelled(labels, set(), 1)] == ["one"]
+    # --select: requests that offer a choice, not excluded, in file order (labels not needed).
+    draw = tmp_path / "requests.jsonl"
+    draw.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    written = tmp_path / "choice" / "requests.jsonl"
+    select = ["--select", str(draw), "--select-out", str(written)]
+    assert module.main([*select, "--exclude", str(listing)]) == 0
+    chosen = [json.loads(line)["id"] for line in written.read_text().splitlines()]
+    assert chosen == ["one", "none", "other"]  # "lone" offers one tool, "trained" is excluded
+    assert module.main([*select, "--limit", "2"]) == 0
+    assert len(written.read_text().splitlines()) == 2
+    with pytest.raises(SystemExit):
+        module.main(["--select", str(draw)])  # nowhere to write
+    with pytest.raises(SystemExit):
+        module.main([])  # neither labels nor a draw
 
     from ooo_agent.sidecar.base import SidecarRequest
     from ooo_agent.sidecar.hf import HFSidecar
@@ -118,6 +132,16 @@ def test_labels_keep_choices_with_a_target_call_and_drop_trained_requests(tmp_pa
     assert records[0].target == "get_time" and records[0].gold is None
     assert records[1].gold == "get_weather"
     assert records[0].relevance == tool_relevance(asked, TOOLS)
+    # "city": a parameter of get_weather alone, no word of either tool's name or description.
+    zone = _tool("get_time", "Local time.")
+    zone["function"]["parameters"]["properties"] = {"zone": {"type": "string"}}
+    tools = [_tool("get_weather", "Weather."), zone]
+    city = tmp_path / "city.jsonl"
+    asked_city = [{"role": "user", "content": "A city?"}]
+    city.write_text(json.dumps({**rows[0], "messages": asked_city, "tools": tools}))
+    weighted = module.score_requests(sidecar, module.labelled(city, set(), None))
+    bare = module.score_requests(sidecar, module.labelled(city, set(), None), parameter_weight=0)
+    assert bare[0].relevance == [0.0, 0.0] and weighted[0].relevance[0] > 0
     assert len(records[0].scored) == len(records[0].prior) == 2
     assert records[0].scored != records[0].prior  # the request changes what the model reads
     assert records[0].reversed is None

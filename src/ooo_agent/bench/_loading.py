@@ -214,6 +214,7 @@ def open_sidecar(
     follow_wait_s: float = 0.0,
     function_choice: str = "auto",
     relevance_weight: float | None = None,
+    relevance_parameter_weight: float | None = None,
     tool_list: str = "auto",
     required_values: str = "auto",
     typed_values: str = "auto",
@@ -229,7 +230,8 @@ def open_sidecar(
     ``follow_wait_s`` are ``WaveOptions``' (every model-backed sidecar); ``function_choice``
     too (``scored`` / ``calibrated`` only in this process: they need the model's
     log-probabilities; ``auto``: a preset's own choice in this process, else ``index``),
-    ``relevance_weight`` (``None``: a preset's own with its own choice, else 0) and
+    ``relevance_weight`` (``None``: a preset's own with its own choice, else 0),
+    ``relevance_parameter_weight`` (``None``: ``WaveOptions``' default) and
     ``tool_list`` (``auto``: a preset's own listing, else ``signatures``) and
     ``required_values``, ``mentioned_values`` and ``typed_values`` (``on`` / ``off``;
     ``auto``: a preset's own setting in this process, else off — they steer the sidecar's own
@@ -238,6 +240,7 @@ def open_sidecar(
     """
     from ooo_agent.models.presets import sidecar_wave_defaults
     from ooo_agent.sidecar._wave import WaveOptions
+    from ooo_agent.sidecar.relevance import PARAMETER_WEIGHT
 
     name = SIDECAR_PRESET if spec == "auto" else spec
     remote = spec.startswith(("http://", "https://"))
@@ -268,6 +271,9 @@ def open_sidecar(
         follow_target=follow_target,
         follow_wait_s=follow_wait_s,
         **fields,
+        relevance_parameter_weight=(
+            PARAMETER_WEIGHT if relevance_parameter_weight is None else relevance_parameter_weight
+        ),
     )
     from ooo_agent.bench.oracle import ORACLE_LABEL, OracleSidecar
     from ooo_agent.models.presets import PRESETS, adapter_base, load_tokenizer

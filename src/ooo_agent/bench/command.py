@@ -39,9 +39,9 @@ __all__ = ["IDENTITY_EXIT", "add_arguments", "run_engine_benchmark", "run_from_a
 IDENTITY_EXIT = 3
 """Exit status when a speculative mode's output differs from vanilla's."""
 
-_WAVE_SETTINGS = tuple(SidecarDefaults.__annotations__)
-"""The ``WaveOptions`` fields a sidecar's model decides (``SidecarDefaults``); a run's settings
-record each as ``sidecar_<field>``."""
+_WAVE_SETTINGS = (*SidecarDefaults.__annotations__, "relevance_parameter_weight")
+"""The ``WaveOptions`` fields a sidecar's model decides (``SidecarDefaults``) and the
+relevance's parameter weight; a run's settings record each as ``sidecar_<field>``."""
 
 
 def _modes(text: str) -> list[str]:
@@ -89,6 +89,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=0,
         help="leave out the first SKIP items of each category (or --data file) before the "
         "measured ones (default 0): measure a later range",
+    )
+    add(
+        "--items",
+        default=None,
+        metavar="ID[,ID...]",
+        help="measure just these items of the categories (or --data file), in this order, "
+        "instead of --n / --skip; the warm-ups are the first others",
     )
     add(
         "--modes",
@@ -184,6 +191,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "W times the log-softmax of each tool's lexical relevance is added to the sidecar's "
         "(WaveOptions.relevance_weight); 0 turns it off; default: the preset's own (2 for the "
         "embedded sidecar), else 0",
+    )
+    add(
+        "--sidecar-relevance-parameter-weight",
+        type=float,
+        default=None,
+        metavar="W",
+        help="in that relevance, how much a word of a tool's parameter names and descriptions "
+        "counts (WaveOptions.relevance_parameter_weight; default 0.5; 0: left out, as before "
+        "2026-12-06)",
     )
     add(
         "--sidecar-tool-list",
@@ -301,6 +317,11 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
     weight = args.sidecar_relevance_weight
     if weight is not None and not weight >= 0:
         raise CliError(f"--sidecar-relevance-weight must be at least 0, not {weight}")
+    parameters = args.sidecar_relevance_parameter_weight
+    if parameters is not None and not parameters >= 0:
+        raise CliError(
+            f"--sidecar-relevance-parameter-weight must be at least 0, not {parameters}"
+        )
     if weight and (args.sidecar_process or remote or args.sidecar_function_choice == "index"):
         raise CliError(
             "--sidecar-relevance-weight is added to a scored or calibrated tool choice: it "
@@ -320,6 +341,8 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
         )
     if args.decline_below is not None and "hf-pld" in (args.modes or []):
         raise CliError("--decline-below: mode hf-pld (transformers' generate) cannot decline")
+    if args.items is not None:
+        return _named_items(args)
     if args.data:
         pools = [load_jsonl(args.data)[args.skip :]]
     else:
@@ -334,6 +357,36 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
     if len(warmups) < args.warmup:
         notes.append(f"only {len(warmups)} warm-up request(s): the data set has no more items")
     return measured, warmups, notes
+
+
+def _named_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[str]]:
+    """``--items``: the named items, in the order given, and warm-ups from the others."""
+    from ooo_agent.bench.datasets import load_bfcl, load_jsonl
+
+    ids = [i.strip() for i in args.items.split(",") if i.strip()]
+    if not ids or len(set(ids)) != len(ids):
+        raise CliError("--items: give one or more distinct item ids")
+    if args.skip:
+        raise CliError("--items names the measured items: drop --skip")
+    if args.data:
+        pool = load_jsonl(args.data)
+    else:
+        pool = [
+            item
+            for category in args.categories.split(",")
+            if category.strip()
+            for item in load_bfcl(category.strip())
+        ]
+    by_id = {item.id: item for item in pool}
+    missing = [i for i in ids if i not in by_id]
+    if missing:
+        raise CliError(f"--items: no item {', '.join(missing)} in {args.data or args.categories}")
+    others = [item for item in pool if item.id not in set(ids)]
+    warmups = others[: args.warmup]
+    notes = []
+    if len(warmups) < args.warmup:
+        notes.append(f"only {len(warmups)} warm-up request(s): the data set has no more items")
+    return [by_id[i] for i in ids], warmups, notes
 
 
 def _table_console() -> Console:
@@ -398,6 +451,7 @@ async def _run(args: argparse.Namespace) -> int:
         follow_wait_s=args.sidecar_follow_wait,
         function_choice=args.sidecar_function_choice,
         relevance_weight=args.sidecar_relevance_weight, tool_list=args.sidecar_tool_list,
+        relevance_parameter_weight=args.sidecar_relevance_parameter_weight,
         required_values=args.sidecar_required_values, typed_values=args.sidecar_typed_values,
         mentioned_values=args.sidecar_mentioned_values,
         unnamed_nulls=args.sidecar_unnamed_nulls,

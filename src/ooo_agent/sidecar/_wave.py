@@ -16,6 +16,7 @@ from typing import Any, Literal
 from ooo_agent.formats._common import loose_function
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
 from ooo_agent.sidecar.prompts import PromptTemplate
+from ooo_agent.sidecar.relevance import PARAMETER_WEIGHT
 from ooo_agent.sidecar.rows import (
     TOOL_LISTS,
     SemanticRow,
@@ -108,9 +109,13 @@ class WaveOptions:
             own words count: the choice maximises the log-softmax of the sidecar's name scores
             plus ``relevance_weight`` times the log-softmax of each tool's lexical relevance
             (:func:`~ooo_agent.sidecar.relevance.tool_relevance`: words of the user's messages
-            shared with the tool's name and description, weighted by their rarity among the
-            offered tools). 0 (the default): the sidecar's scores alone. No model call; the
-            embedded sidecar's preset uses 2 (docs/benchmarks.md §2.0y).
+            shared with the tool's name, description and parameters, weighted by their rarity
+            among the offered tools). 0 (the default): the sidecar's scores alone. No model
+            call; the embedded sidecar's preset uses 2 (docs/benchmarks.md §2.0y).
+        relevance_parameter_weight: in that relevance, how much a word of the tool's parameter
+            names and descriptions counts (a name's word counts 2, a description's 1); 0: the
+            parameters are left out, as before 2026-12-06 (docs/benchmarks.md
+            §2.0zzzzzzzzzzzzzzzzz).
         tool_list: how the rows show the tools — the format the sidecar model was trained on
             (:data:`~ooo_agent.sidecar.rows.ToolList`). ``signatures`` (the published format,
             the upstream adapter's and the embedded sidecar's), ``described`` (each tool's
@@ -150,6 +155,7 @@ class WaveOptions:
     follow_wait_s: float = 0.0
     function_choice: FunctionChoice = "index"
     relevance_weight: float = 0.0
+    relevance_parameter_weight: float = PARAMETER_WEIGHT
     tool_list: ToolList = "signatures"
     required_values: bool = False
     mentioned_values: bool = False
@@ -170,6 +176,10 @@ class WaveOptions:
             )
         if not self.relevance_weight >= 0:  # also refuses NaN
             raise ValueError(f"relevance_weight must be at least 0, not {self.relevance_weight}")
+        if not self.relevance_parameter_weight >= 0:
+            raise ValueError(
+                f"relevance_parameter_weight must be at least 0, not {self.relevance_parameter_weight}"
+            )
         if self.relevance_weight and self.function_choice == "index":
             raise ValueError(
                 "relevance_weight needs function_choice 'scored' or 'calibrated' (the "

@@ -237,7 +237,11 @@ class HFSidecar:
             prior = self._prior(plan.calibration_prompt, names, cancel)
             scores = [score - p for score, p in zip(scores, prior, strict=True)]
         if self.options.relevance_weight:
-            relevance = tool_relevance(plan.request.messages, plan.request.tools)
+            relevance = tool_relevance(
+                plan.request.messages,
+                plan.request.tools,
+                parameter_weight=self.options.relevance_parameter_weight,
+            )
             scores = with_relevance(scores, relevance, self.options.relevance_weight)
         assembler.choose(max(range(len(scores)), key=scores.__getitem__))
 

@@ -4,8 +4,9 @@ A small sidecar tells tools apart by what its weights learned of their names; th
 often names the tool outright ("the *area* of a *circle*" for ``geometry.circle_area``). This
 module scores each tool by the words it shares with the user's messages, weighted by how rare
 each word is among the offered tools (a word every tool has tells nothing), a name's word
-counting twice and a description's once (a word in both: three times). No parameter is fitted
-to any data set.
+counting twice, a description's once and a word of its parameters' names and descriptions half
+(a word in several of these counts for each). No weight is fitted to an evaluation set
+(docs/benchmarks.md §2.0y, and §2.0zzzzzzzzzzzzzzzzz for the parameters).
 
 :func:`tool_relevance` is what ``WaveOptions(relevance_weight=...)`` adds to a scored or
 calibrated choice (docs/benchmarks.md §2.0y).
@@ -23,6 +24,7 @@ from ooo_agent.formats._common import loose_function
 
 __all__ = [
     "NAME_WEIGHT",
+    "PARAMETER_WEIGHT",
     "STOPWORDS",
     "log_softmax",
     "relevance_terms",
@@ -34,6 +36,11 @@ __all__ = [
 NAME_WEIGHT = 2.0
 """A word shared with the tool's name counts this many times (its description's words count
 once; a word in both counts for both)."""
+
+PARAMETER_WEIGHT = 0.5
+"""A word shared with the tool's parameters — their names and descriptions, top level — counts
+this much (the request often says what it gives: "a *principal* of $10,000 at 5 % *interest*").
+``WaveOptions.relevance_parameter_weight`` overrides it; 0 leaves the parameters out."""
 
 STOPWORDS = frozenset(
     {
@@ -88,22 +95,47 @@ def user_text(messages: Sequence[Mapping[str, Any]]) -> str:
     return " ".join(parts)
 
 
+def _parameter_terms(function: Mapping[str, Any]) -> set[str]:
+    """The counted words of a function's top-level parameter names and descriptions."""
+    parameters = function.get("parameters")
+    properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
+    if not isinstance(properties, Mapping):
+        return set()
+    terms: set[str] = set()
+    for key, schema in properties.items():
+        terms |= relevance_terms(str(key))
+        if isinstance(schema, Mapping):
+            terms |= relevance_terms(str(schema.get("description") or ""))
+    return terms
+
+
 def tool_relevance(
-    messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]],
+    *,
+    parameter_weight: float = PARAMETER_WEIGHT,
 ) -> list[float]:
     """One score per tool (OpenAI tool dicts, in order): the sum over the user's words that
-    the tool's name or description shares of ``idf(word)`` — :data:`NAME_WEIGHT` times for the
-    name's words plus once for the description's — where ``idf(w) = ln((n + 1) / (df(w) +
-    0.5))`` over the ``n`` offered tools. All zeros when the request shares no counted word
-    with any tool."""
+    the tool shares of ``idf(word)`` — :data:`NAME_WEIGHT` times for its name's words, once for
+    its description's and ``parameter_weight`` times for its parameters' names and descriptions
+    — where ``idf(w) = ln((n + 1) / (df(w) + 0.5))`` over the ``n`` offered tools (a tool's
+    parameters count towards ``df`` only when their weight is not 0). All zeros when the
+    request shares no counted word with any tool."""
+    if not parameter_weight >= 0:  # also refuses NaN
+        raise ValueError(f"parameter_weight must be at least 0, not {parameter_weight}")
     request = relevance_terms(user_text(messages))
     names: list[set[str]] = []
     descriptions: list[set[str]] = []
+    parameters: list[set[str]] = []
     for tool in tools:
         function = loose_function(tool)
         names.append(relevance_terms(str(function.get("name", ""))))
         descriptions.append(relevance_terms(str(function.get("description") or "")))
-    documents = [name | description for name, description in zip(names, descriptions, strict=True)]
+        parameters.append(_parameter_terms(function) if parameter_weight else set())
+    documents = [
+        name | description | parameter
+        for name, description, parameter in zip(names, descriptions, parameters, strict=True)
+    ]
     frequency: Counter[str] = Counter()
     for document in documents:
         frequency.update(document)
@@ -115,7 +147,8 @@ def tool_relevance(
     return [
         NAME_WEIGHT * sum(idf(w) for w in request & name)
         + sum(idf(w) for w in request & description)
-        for name, description in zip(names, descriptions, strict=True)
+        + parameter_weight * sum(idf(w) for w in request & parameter)
+        for name, description, parameter in zip(names, descriptions, parameters, strict=True)
     ]
 
 

@@ -261,6 +261,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "own (2 for the embedded sidecar) with its own choice, else 0",
     )
     parser.add_argument(
+        "--relevance-parameter-weight",
+        type=float,
+        default=None,
+        metavar="W",
+        help="in that relevance, how much a word of a tool's parameter names and descriptions "
+        "counts (WaveOptions.relevance_parameter_weight; default 0.5; 0: the parameters left "
+        "out, as before 2026-12-06)",
+    )
+    parser.add_argument(
         "--tool-list",
         choices=("auto", *TOOL_LISTS),
         default="auto",
@@ -313,7 +322,8 @@ def run_from_args(args: argparse.Namespace) -> int:
     if args.n is not None and args.n < 1:
         raise DatasetError("--n must be at least 1")
     try:
-        WaveOptions(**wave_fields(args))  # refuse impossible flags before loading anything
+        # refuse impossible flags before loading anything
+        WaveOptions(**wave_fields(args), relevance_parameter_weight=_parameter_weight(args))
     except ValueError as exc:
         raise SidecarError(f"eval-sidecar: {exc}") from None
     items, _ = read_requests(args.requests)
@@ -370,6 +380,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         "max_new_tokens": args.max_new_tokens,
         "direct_call": not args.no_direct,
         **wave_fields(args),
+        "relevance_parameter_weight": sidecar.options.relevance_parameter_weight,
         "value_conventions": args.value_conventions,
         "excluded_trained": excluded,
         "only_trained": only_trained,
@@ -408,6 +419,14 @@ def wave_fields(args: argparse.Namespace) -> SidecarDefaults:
     return fields
 
 
+def _parameter_weight(args: argparse.Namespace) -> float:
+    """``--relevance-parameter-weight``, else ``WaveOptions``' default."""
+    from ooo_agent.sidecar.relevance import PARAMETER_WEIGHT
+
+    weight = getattr(args, "relevance_parameter_weight", None)
+    return PARAMETER_WEIGHT if weight is None else float(weight)
+
+
 def _load_sidecar(args: argparse.Namespace) -> tuple[Any, Path | None]:
     """The ``HFSidecar`` and its adapter folder (``None`` for a hub or adapter-less preset)."""
     import torch
@@ -426,7 +445,11 @@ def _load_sidecar(args: argparse.Namespace) -> tuple[Any, Path | None]:
     options = {
         "num_threads": args.threads,
         "max_new_tokens": args.max_new_tokens,
-        "options": WaveOptions(schedule="parallel", **wave_fields(args)),
+        "options": WaveOptions(
+            schedule="parallel",
+            **wave_fields(args),
+            relevance_parameter_weight=_parameter_weight(args),
+        ),
     }
     dtype = sidecar_dtype("cpu") if args.dtype == "auto" else getattr(torch, args.dtype)
     preset = PRESETS.get(args.sidecar)
