@@ -275,6 +275,8 @@ def test_items_measures_the_named_items_in_order_and_warms_up_on_others(
         ("tiny_2", False),
         ("tiny_0", False),
     ]
+    command = json.loads((out / "summary.json").read_text())["command"]
+    assert command == "ooo-agent " + " ".join([*argv, "--items", "tiny_2,tiny_0"])  # not pytest's
     capsys.readouterr()
     for bad, said in [
         ("tiny_9", "no item tiny_9"),

@@ -22,6 +22,7 @@ import importlib
 import importlib.util
 import json
 import os
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -184,11 +185,9 @@ def _add_train_parser(subparsers: Subparsers) -> None:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    import shlex
-
     from ooo_agent.train.run import run_train
 
-    return run_train(args, command=shlex.join(["ooo-agent", *sys.argv[1:]]))
+    return run_train(args, command=args.command_line)
 
 
 # -- ooo-agent bench --------------------------------------------------------------------
@@ -282,6 +281,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (the console script exits with it)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    # The command as given (not sys.argv: main() may be called with its own arguments), for the
+    # reports that record how to re-run them.
+    args.command_line = shlex.join(["ooo-agent", *(sys.argv[1:] if argv is None else argv)])
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)

@@ -524,7 +524,7 @@ async def _run(args: argparse.Namespace) -> int:
         f"{'oracle sidecar: upper bound, not a result' if choice.kind == 'oracle' else 'sidecar: ' + choice.label}",
         "started": started,
         "finished": timestamp(),
-        "command": "ooo-agent " + " ".join(shlex.quote(a) for a in sys.argv[1:]),
+        "command": getattr(args, "command_line", shlex.join(["ooo-agent", *sys.argv[1:]])),
         "target": loaded.name,
         "device": target_device,
         "dtype": target_dtype,

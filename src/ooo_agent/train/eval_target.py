@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import time
 from collections import Counter
@@ -387,6 +388,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--cache-dir", default=None)
     args = parser.parse_args(argv)
+    args.command_line = shlex.join(
+        ["python", "-m", "ooo_agent.train.eval_target", *(sys.argv[1:] if argv is None else argv)]
+    )
     if constrained(args) and args.engine == "generate":
         parser.error("--constrain-* need --engine vanilla or toolspec")
     if args.decline_below is not None and args.engine == "generate":
@@ -469,7 +473,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         **constraint_options(args),
         "decline_below": args.decline_below,
         "format": fmt.name,
-        "command": " ".join(sys.argv),
+        "command": args.command_line,
     }
     for category, score in report.categories.items():
         print(f"{category}: {json.dumps(asdict(score))}")
