@@ -246,17 +246,27 @@ def test_relevance_weight_needs_a_scored_choice_in_this_process(
     assert summary["settings"]["sidecar_relevance_parameter_weight"] == 0.0
 
 
+def _vanilla_argv(setup: tuple[Path, Path], out: Path) -> list[str]:
+    """A short vanilla ``bench`` run over the tiny data file, written to ``out``."""
+    model_dir, data = setup
+    return ["bench", "--data", str(data), "--target", str(model_dir), "--max-new-tokens", "8",
+            "--modes", "vanilla", "--out", str(out)]  # fmt: skip
+
+
+def _schedule(out: Path) -> list[tuple[str, bool]]:
+    """``(item id, warm-up)`` of a run's records, in the order they ran."""
+    lines = [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()]
+    return [(r["item_id"], r["warmup"]) for r in lines]
+
+
 def test_skip_measures_a_later_range_and_warms_up_beyond_it(
     setup: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    model_dir, data = setup
     out = tmp_path / "out"
-    argv = ["bench", "--data", str(data), "--target", str(model_dir), "--max-new-tokens", "8",
-            "--modes", "vanilla", "--out", str(out)]  # fmt: skip
+    argv = _vanilla_argv(setup, out)
     assert main([*argv, "--skip", "1", "--n", "1", "--warmup", "1"]) == 0
-    lines = [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()]
     # tiny_0 skipped, tiny_1 measured, tiny_2 the warm-up beyond it.
-    assert [(r["item_id"], r["warmup"]) for r in lines] == [("tiny_2", True), ("tiny_1", False)]
+    assert _schedule(out) == [("tiny_2", True), ("tiny_1", False)]
     assert main([*argv, "--skip", "-1"]) != 0
     assert "--skip" in capsys.readouterr().err
 
@@ -264,17 +274,10 @@ def test_skip_measures_a_later_range_and_warms_up_beyond_it(
 def test_items_measures_the_named_items_in_order_and_warms_up_on_others(
     setup: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    model_dir, data = setup
     out = tmp_path / "out"
-    argv = ["bench", "--data", str(data), "--target", str(model_dir), "--max-new-tokens", "8",
-            "--modes", "vanilla", "--out", str(out), "--warmup", "1"]  # fmt: skip
+    argv = [*_vanilla_argv(setup, out), "--warmup", "1"]
     assert main([*argv, "--items", "tiny_2,tiny_0"]) == 0
-    lines = [json.loads(line) for line in (out / "requests.jsonl").read_text().splitlines()]
-    assert [(r["item_id"], r["warmup"]) for r in lines] == [
-        ("tiny_1", True),
-        ("tiny_2", False),
-        ("tiny_0", False),
-    ]
+    assert _schedule(out) == [("tiny_1", True), ("tiny_2", False), ("tiny_0", False)]
     command = json.loads((out / "summary.json").read_text())["command"]
     assert command == "ooo-agent " + " ".join([*argv, "--items", "tiny_2,tiny_0"])  # not pytest's
     capsys.readouterr()
