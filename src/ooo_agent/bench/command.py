@@ -381,7 +381,8 @@ def _named_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[s
     missing = [i for i in ids if i not in by_id]
     if missing:
         raise CliError(f"--items: no item {', '.join(missing)} in {args.data or args.categories}")
-    others = [item for item in pool if item.id not in set(ids)]
+    named = set(ids)
+    others = [item for item in pool if item.id not in named]
     warmups = others[: args.warmup]
     notes = []
     if len(warmups) < args.warmup:
