@@ -10,6 +10,10 @@ By default it starts its own server on a free loopback port over recorded output
 
     python benchmarks/load_server.py
     python benchmarks/load_server.py --preset smollm2-135m-toolcall --requests 40
+    python benchmarks/load_server.py --preset smollm2-135m-toolcall --requests 40 \
+        --message "Thanks, that's all for today!"     # a turn the embedded target declines
+
+Every request sends the same user ``--message`` with one weather tool.
 """
 
 from __future__ import annotations
@@ -87,21 +91,32 @@ def own_server(args: argparse.Namespace) -> Iterator[str]:
             server.wait(timeout=10)
 
 
-async def load(base_url: str, model: str, requests: int, concurrency: int, timeout: float) -> dict[str, Any]:
+async def load(
+    base_url: str,
+    model: str,
+    requests: int,
+    concurrency: int,
+    timeout: float,
+    message: str = "Weather in Paris?",
+) -> dict[str, Any]:
     latencies: list[float] = []
     failures: list[str] = []
     limiter = anyio.Semaphore(concurrency)
-    body = {"model": model, "messages": [{"role": "user", "content": "Weather in Paris?"}], "tools": TOOLS}
+    body = {"model": model, "messages": [{"role": "user", "content": message}], "tools": TOOLS}
+    calls = 0
 
     async def one(client: httpx.AsyncClient) -> None:
         async with limiter:
             started = time.perf_counter()
             try:
                 response = await client.post("/chat/completions", json=body)
-                ok = response.status_code == 200 and response.json()["choices"][0]["message"] is not None
-                if not ok:
+                reply = response.json()["choices"][0]["message"] if response.status_code == 200 else None
+                if reply is None:
                     failures.append(f"HTTP {response.status_code}: {response.text[:200]}")
                     return
+                if reply.get("tool_calls"):
+                    nonlocal calls
+                    calls += 1
             except (httpx.HTTPError, ValueError, KeyError) as exc:
                 failures.append(f"{type(exc).__name__}: {exc}")
                 return
@@ -127,6 +142,7 @@ async def load(base_url: str, model: str, requests: int, concurrency: int, timeo
         "concurrency": concurrency,
         "ok": len(latencies),
         "failed": len(failures),
+        "answered_with_calls": calls,
         "p50_ms": percentile(0.50),
         "p99_ms": percentile(0.99),
         "mean_ms": round(statistics.fmean(ordered) * 1000, 2) if ordered else None,
@@ -142,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--url", help="an already running server on loopback, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--model", default="load-test", help="model id to request with --url")
+    parser.add_argument("--message", default="Weather in Paris?", help="the user message sent")
     parser.add_argument("--preset", help="start the server on this embedded model instead of replay")
     parser.add_argument("--server-concurrency", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=120.0, help="per-request timeout (s)")
@@ -155,10 +172,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--url must be a loopback address")
 
     if args.url:
-        report = anyio.run(load, args.url, args.model, args.requests, args.concurrency, args.timeout)
+        report = anyio.run(
+            load, args.url, args.model, args.requests, args.concurrency, args.timeout, args.message
+        )
     else:
         with own_server(args) as url:
-            report = anyio.run(load, url, "load-test", args.requests, args.concurrency, args.timeout)
+            report = anyio.run(
+                load, url, "load-test", args.requests, args.concurrency, args.timeout, args.message
+            )
     print(json.dumps(report))
     return 0 if report["failed"] == 0 else 1
 

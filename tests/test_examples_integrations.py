@@ -109,5 +109,6 @@ def test_load_server_benchmark_has_no_failures() -> None:
     out = run_script("benchmarks/load_server.py", "--requests", "200", "--concurrency", "16")
     report = json.loads(out.strip().splitlines()[-1])
     assert report["requests"] == 200 and report["ok"] == 200 and report["failed"] == 0
+    assert report["answered_with_calls"] == 200  # the recording is a call
     assert report["p50_ms"] <= report["p99_ms"]
     assert report["throughput_rps"] > 0
