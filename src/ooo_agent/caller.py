@@ -34,8 +34,8 @@ from ooo_agent.targets.base import (
     Mode,
     Target,
     TargetRequest,
+    check_tool_choice,
     chosen_tool,
-    normalize_tool_choice,
     tools_named,
 )
 from ooo_agent.tools import Tool, Toolset
@@ -146,14 +146,7 @@ class FastToolCaller:
         speculate = run_all or dispatch == "speculated"
         arrival = time.perf_counter()
         toolset = tools if isinstance(tools, Toolset) else Toolset.coerce(tools)
-        choice = normalize_tool_choice(tool_choice)
-        named = chosen_tool(choice)
-        if named is not None and named not in toolset.names:
-            raise ValueError(
-                f"tool_choice names {named!r}, which is not among the tools {list(toolset.names)}"
-            )
-        if choice == "required" and not toolset.names:
-            raise ValueError("tool_choice 'required' needs at least one tool")
+        choice = check_tool_choice(tool_choice, toolset.names)
         tool_dicts = toolset.to_openai()
         mode = mode or self.mode
         result = CallResult()

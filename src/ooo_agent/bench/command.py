@@ -353,10 +353,14 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
     # Warm-ups come from beyond the measured range: measured outputs must not be in any
     # retrieval memory before they are measured.
     warmups = pools[0][args.n : args.n + args.warmup] if pools else []
-    notes = []
-    if len(warmups) < args.warmup:
-        notes.append(f"only {len(warmups)} warm-up request(s): the data set has no more items")
-    return measured, warmups, notes
+    return measured, warmups, _warmup_notes(warmups, args.warmup)
+
+
+def _warmup_notes(warmups: list[Any], wanted: int) -> list[str]:
+    """A note when the data set had fewer warm-up items than ``--warmup`` asked for."""
+    if len(warmups) < wanted:
+        return [f"only {len(warmups)} warm-up request(s): the data set has no more items"]
+    return []
 
 
 def _named_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[str]]:
@@ -384,10 +388,7 @@ def _named_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[s
     named = set(ids)
     others = [item for item in pool if item.id not in named]
     warmups = others[: args.warmup]
-    notes = []
-    if len(warmups) < args.warmup:
-        notes.append(f"only {len(warmups)} warm-up request(s): the data set has no more items")
-    return [by_id[i] for i in ids], warmups, notes
+    return [by_id[i] for i in ids], warmups, _warmup_notes(warmups, args.warmup)
 
 
 def _table_console() -> Console:

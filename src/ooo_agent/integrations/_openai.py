@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ooo_agent.calls import CallResult, CallStats, ToolCall, ToolResult
-from ooo_agent.targets.base import normalize_tool_choice
+from ooo_agent.targets.base import check_tool_choice, normalize_tool_choice
 from ooo_agent.tools import Toolset
 
 __all__ = [
@@ -79,15 +79,11 @@ def tools_for_choice(toolset: Toolset, choice: str | Mapping[str, Any]) -> Tools
     Raises ``ValueError`` for a named tool that is not in the toolset, or ``"required"`` /
     a named choice with no tools at all.
     """
+    choice = check_tool_choice(choice, toolset.names)
     if choice == "none":
         return Toolset(strict=toolset.strict)
-    if isinstance(choice, Mapping):
-        name = choice["function"]["name"]
-        if name not in toolset.names:
-            raise ValueError(f"tool_choice names {name!r}, which is not among the tools {list(toolset.names)}")
-        return Toolset([toolset[name]], strict=toolset.strict)
-    if choice == "required" and not toolset.names:
-        raise ValueError("tool_choice 'required' needs at least one tool")
+    if isinstance(choice, dict):
+        return Toolset([toolset[choice["function"]["name"]]], strict=toolset.strict)
     return toolset
 
 

@@ -8,7 +8,7 @@ remote API. Either way the caller validates and dispatches what comes back.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
@@ -25,6 +25,7 @@ __all__ = [
     "Mode",
     "Target",
     "TargetRequest",
+    "check_tool_choice",
     "chosen_tool",
     "normalize_tool_choice",
     "tools_named",
@@ -63,6 +64,21 @@ def normalize_tool_choice(choice: Any) -> str | dict[str, Any]:
         "tool_choice must be 'auto', 'none', 'required' or "
         f"{{'type': 'function', 'function': {{'name': ...}}}}, not {choice!r}"
     )
+
+
+def check_tool_choice(choice: Any, names: Collection[str]) -> str | dict[str, Any]:
+    """``choice`` normalised (:func:`normalize_tool_choice`) and checked against the offered
+    tool ``names``: ``ValueError`` for a named tool not among them, or ``"required"`` with no
+    tools at all."""
+    normal = normalize_tool_choice(choice)
+    if isinstance(normal, dict) and normal["function"]["name"] not in names:
+        raise ValueError(
+            f"tool_choice names {normal['function']['name']!r}, which is not among the tools "
+            f"{list(names)}"
+        )
+    if normal == "required" and not names:
+        raise ValueError("tool_choice 'required' needs at least one tool")
+    return normal
 
 
 def tools_named(tools: Sequence[Mapping[str, Any]], name: str) -> list[Mapping[str, Any]]:
