@@ -357,6 +357,40 @@ def test_each_mode_gets_its_own_target_over_the_same_weights(setup: tuple[Path, 
 
 
 @pytest.mark.anyio
+async def test_the_sidecar_hears_how_the_bench_target_decodes(setup: tuple[Path, Path]) -> None:
+    """The recorder wrapping each mode's target passes on what the wave request says of it:
+    without that, the sidecar's rows never followed the target's value conventions in a bench."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ooo_agent.bench.datasets import BenchItem
+
+    class Heard(OracleSidecar):
+        def __init__(self) -> None:
+            super().__init__()
+            self.requests: list[Any] = []  # the SidecarRequest of each wave
+
+        async def wave(self, request: Any, box: Any) -> Any:
+            self.requests.append(request)
+            return await super().wave(request, box)
+
+    model_dir, _ = setup
+    model = AutoModelForCausalLM.from_pretrained(model_dir)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    item = BenchItem(**_items()[0])
+    heard = []
+    for constrained in (False, True):
+        sidecar = Heard()
+        runners = bench_runner.build_runners(
+            model, tokenizer, modes=["ooo"], fmt="hermes", sidecar=sidecar, max_new_tokens=8,
+            constrain_mentioned=constrained, constrain_values=constrained,
+        )  # fmt: skip
+        await bench_runner._measure(runners["ooo"], item, 0, False)
+        (request,) = sidecar.requests
+        heard.append((request.named_optionals, request.value_conventions))
+    assert heard == [(False, False), (True, True)]
+
+
+@pytest.mark.anyio
 async def test_a_record_keeps_the_sidecar_hint(setup: tuple[Path, Path]) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

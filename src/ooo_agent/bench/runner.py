@@ -68,6 +68,19 @@ class RecordingTarget:
     def modes(self) -> tuple[Mode, ...]:
         return tuple(self.inner.modes)
 
+    # FastToolCaller reads these off its target to tell the sidecar how the target decodes
+    # (``SidecarRequest.named_optionals`` / ``value_conventions``); a wrapper that hid them
+    # sent every bench wave without the value conventions (docs/benchmarks.md
+    # §2.0zzzzzzzzzzzzzzzzzz).
+    @property
+    def constrain_mentioned(self) -> bool | None:
+        value = getattr(self.inner, "constrain_mentioned", None)
+        return value if isinstance(value, bool) else None
+
+    @property
+    def constrain_values(self) -> bool:
+        return getattr(self.inner, "constrain_values", False) is True
+
     async def generate(self, request: TargetRequest) -> Generation:
         self.last = None
         generation = await self.inner.generate(request)
