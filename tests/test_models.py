@@ -306,6 +306,8 @@ def test_only_the_embedded_sidecar_steers_its_decoding_by_default() -> None:
     assert sidecar_wave_defaults("some/folder")["mentioned_values"] is False
     assert sidecar_wave_defaults("smollm2-135m-sidecar")["unnamed_nulls"] is True  # §2.0zzzzzzzzzzz
     assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar")["unnamed_nulls"] is False
+    assert sidecar_wave_defaults("smollm2-135m-sidecar")["whole_words"] is True  # §2.0zzzzzzzzzzzzzzzzzz
+    assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar")["whole_words"] is False
     # And only it adds the request's words to its scored tool choice (§2.0y).
     assert sidecar_wave_defaults("smollm2-135m-sidecar")["relevance_weight"] == 2.0
     assert sidecar_wave_defaults("some/folder")["relevance_weight"] == 0.0
@@ -323,6 +325,7 @@ def test_sidecar_wave_defaults_are_the_presets_own_else_the_method_as_published(
         "mentioned_values": False,
         "typed_values": False,
         "unnamed_nulls": False,
+        "whole_words": False,
     }
     assert sidecar_wave_defaults("some/folder") == published
     assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar") == published
@@ -335,6 +338,7 @@ def test_sidecar_wave_defaults_are_the_presets_own_else_the_method_as_published(
         "mentioned_values": embedded.mentioned_values,
         "typed_values": embedded.typed_values,
         "unnamed_nulls": embedded.unnamed_nulls,
+        "whole_words": embedded.whole_words,
     }
     WaveOptions(**sidecar_wave_defaults(embedded.name))  # every field is one of WaveOptions'
 

@@ -629,6 +629,10 @@ def test_bench_loads_an_adapter_only_folder_on_its_base(tmp_path: Path, tokenize
     with open_sidecar(str(folder), unnamed_nulls="on") as nulled:
         assert isinstance(nulled.sidecar, HFSidecar)
         assert nulled.sidecar.options.unnamed_nulls is True
+    assert choice.sidecar.options.whole_words is False
+    with open_sidecar(str(folder), typed_values="on", whole_words="on") as whole:
+        assert isinstance(whole.sidecar, HFSidecar)
+        assert whole.sidecar.options.whole_words is True
     # A base recorded as another machine's path falls back to the embedded model; names stay.
     config["base_model_name_or_path"] = str(tmp_path / "gone" / "model")
     config_path.write_text(json.dumps(config))
@@ -1043,3 +1047,39 @@ def _boston_answers(tokenizer: Any, description: str) -> dict[tuple[str, bool], 
                 "0.city"
             ]
     return answers
+
+
+def test_whole_words_hold_the_rows_that_copy_the_requests_words(tokenizer: Any) -> None:
+    """``whole_words`` gives each typed row of a free string, a number or an array of them the
+    request's text to copy whole — beside a target that holds values to conventions only."""
+    tool = _tool(
+        "find",
+        {
+            "dish": {"type": "string"},
+            "servings": {"type": "integer"},
+            "items": {"type": "array", "items": {"type": "string"}},
+            "diet": {"type": "string", "enum": ["vegan", "any"]},
+            "hot": {"type": "boolean"},
+        },
+    )
+    text = "Chicken and Mushrooms for 12, vegan"
+    template = template_from_tokenizer(tokenizer)
+    model = make_model("qwen3", len(tokenizer))
+    held = {}
+    for whole_words in (False, True):
+        for conventions in (False, True):
+            options = WaveOptions(typed_values=True, whole_words=whole_words)
+            request = SidecarRequest(
+                [{"role": "user", "content": text}], [tool], value_conventions=conventions
+            )
+            plan = WavePlan.build(request, template, options)
+            _, constraints = HFSidecar(model, tokenizer, options=options)._steers(plan)
+            assert constraints is not None
+            held[whole_words, conventions] = {
+                plan.rows[i].param: c.words_from for i, c in constraints.items()
+            }
+    assert held[True, True] == {
+        "dish": text, "servings": text, "items": text, "diet": None, "hot": None
+    }  # fmt: skip
+    for key in ((False, False), (False, True), (True, False)):
+        assert set(held[key].values()) == {None}, key

@@ -8,9 +8,14 @@ from collections.abc import Sequence
 import pytest
 import torch
 
-from ooo_agent.sidecar.values import ValueConstraint, comma_free_place
+from ooo_agent.sidecar.values import (
+    ValueConstraint,
+    comma_free_place,
+    copies_words,
+    list_goes_on,
+)
 
-VOCAB = [*'"ab12.[], nutrelx', "<end>"]  # one character a token, then the end of the turn
+VOCAB = [*'"ab12.[], nutrelxL', "<end>"]  # one character a token, then the end of the turn
 END = VOCAB.index("<end>")
 
 
@@ -91,6 +96,22 @@ def test_null_only_where_the_row_may_answer_it() -> None:
     assert not optional.admits("nul1")
 
 
+def test_a_token_that_writes_nothing_is_never_taken() -> None:
+    """A special token decodes to nothing: taken in place of a refused token it would only put
+    the choice off (and a chat model goes on past it with a new turn's words)."""
+    special = len(VOCAB)
+
+    def decode(ids: Sequence[int]) -> str:
+        return _decode([i for i in ids if i != special])
+
+    held = ValueConstraint({"type": "integer"}, decode, stop_ids={END})
+    logits = torch.cat([_logits(["a", "b"]), torch.tensor([50.0])])  # then the special token
+    assert held.choose(_ids("1"), logits, VOCAB.index("a")) != special
+    # nothing else allowed among the candidates: the model's own token stays
+    few = ValueConstraint({"type": "integer"}, decode, stop_ids={END}, max_candidates=3)
+    assert few.choose(_ids("1"), logits, VOCAB.index("a")) == VOCAB.index("a")
+
+
 def test_whitespace_is_not_taken_in_place_of_a_refused_token() -> None:
     c = _constraint({"type": "integer"})
     # The blank is allowed (a leading space) but would only put the choice off.
@@ -165,3 +186,95 @@ def test_an_empty_commas_from_refuses_every_comma() -> None:
     held = ValueConstraint({"type": "string"}, _decode, stop_ids={END}, commas_from="")
     assert _pick(held, '"ab', [",", '"']) == '"'
     assert held.complete('"ab"') and not held.complete('"a, b"')
+
+
+@pytest.mark.parametrize(
+    ("schema", "copies"),
+    [
+        ({"type": "string"}, True),
+        ({"type": "string", "enum": ["a", "b"]}, False),  # the tool's words, not the request's
+        ({"type": "string", "pattern": ",\\s*\\S"}, False),
+        ({"type": "string", "format": "date"}, False),
+        ({"type": "integer"}, True),
+        ({"type": "float"}, True),  # BFCL's Python type names
+        ({"type": "number", "enum": [1, 2]}, False),
+        ({"type": "array", "items": {"type": "string"}}, True),
+        ({"type": "array", "items": {"type": "string", "enum": ["x"]}}, False),
+        ({"type": "boolean"}, False),
+        ({"type": "dict"}, False),
+        ("no schema", False),
+    ],
+)
+def test_the_rows_that_copy_the_requests_words(schema: object, copies: bool) -> None:
+    assert copies_words(schema) is copies
+
+
+def test_a_word_copied_from_the_request_is_copied_whole() -> None:
+    held = ValueConstraint({"type": "string"}, _decode, stop_ids={END}, words_from="A Label, x")
+    # three letters of the request's "label": no closing quote before the word ends ...
+    assert _pick(held, '"lab', ['"', "e"]) == "e"
+    # ... and no slip inside it
+    assert _pick(held, '"labe', ["x", "l"]) == "l"
+    assert _pick(held, '"label', ['"']) == '"'
+    assert held.complete('"label"') and not held.complete('"lab"')  # a word's first letter aside
+    assert held.overrides == 2
+    # a slip the model was left to make (nothing allowed among the candidates) is not held
+    # against what follows it: the row is not refused token after token
+    assert _pick(held, '"labx', ['"', "e"]) == '"'
+    assert not held.complete('"labx"')  # the whole answer, checked from its start
+    # two letters start too many words to say which; text the request does not write is free
+    assert _pick(held, '"la', ['"']) == '"'
+    assert _pick(held, '"tub', ['"']) == '"'
+    # the same for a number: no 122 for the request's 1221, nor 1222
+    number = ValueConstraint({"type": "integer"}, _decode, stop_ids={END}, words_from="pay 1221")
+    assert _pick(number, "122", ["<end>", "1"]) == "1"
+    assert _pick(number, "122", ["2", "1"]) == "1"
+    assert number.complete("1221") and not number.complete("122")
+    assert number.complete("12")  # too short to be a copy of one word
+    # a number ends where the request's digits do, letters after them or not ("5000m")
+    metres = ValueConstraint({"type": "integer"}, _decode, stop_ids={END}, words_from="at 1221m")
+    assert metres.complete("1221") and not metres.complete("122")
+    # letter for letter past a word's first letter: "LAB" is a code, no copy of "Label"
+    assert held.complete('"LAB"') and held.complete('"LABEL"')
+    assert _pick(held, '"labe', ["L", "l"]) == "l"
+    # without the request's text the row is free
+    free = ValueConstraint({"type": "string"}, _decode, stop_ids={END})
+    assert _pick(free, '"lab', ['"', "e"]) == '"'
+
+
+@pytest.mark.parametrize(
+    ("request_text", "value", "written"),
+    [
+        ("chicken and mushrooms, vegetarian.", '["chicken"]', True),
+        ("chicken and mushrooms, vegetarian.", '["Chicken", "mushrooms"]', False),  # a clause
+        ("tomatoes, lettuce & eggs", '["tomatoes"]', True),
+        ("tomatoes, lettuce & eggs", '["tomatoes", "lettuce"]', True),
+        ("tomatoes, lettuce & eggs", '["tomatoes", "lettuce", "eggs"]', False),
+        ("a, b, and cc or dd", '["a", "b", "cc"]', True),
+        ("rice and beans", '["rice", "beans"]', False),
+        ("rice and beans", '["beans", "rice"]', True),  # listed again in another order: goes on
+        ("rice and beans", '["ric"]', False),  # no item of the request's
+        ("rice and beans", '["rice"', False),  # not closed yet
+        ("rice and beans", "[1]", False),
+        ("rice and beans", "[]", False),
+    ],
+)
+def test_a_list_the_request_writes_goes_on_to_its_end(
+    request_text: str, value: str, written: bool
+) -> None:
+    """``written``: the request lists on from the answer's last item (the array may not close)."""
+    assert list_goes_on(request_text.lower(), value) is written
+
+
+def test_an_array_row_lists_the_requests_items_whole() -> None:
+    held = ValueConstraint(
+        {"type": "array", "items": {"type": "string"}},
+        _decode,
+        stop_ids={END},
+        words_from="rub, tea and ale. a tub, x",
+    )
+    assert _pick(held, '["rub"', ["]", ","]) == ","
+    assert _pick(held, '["rub", "tea", "ale"', ["]", ","]) == "]"
+    assert _pick(held, '["tub"', ["]", ","]) == "]"  # the comma starts no list
+    assert held.complete('["tea", "ale"]') and not held.complete('["tea"]')
+    assert held.complete('["tea"]', since=len('["tea"]'))  # checked when "]" was written

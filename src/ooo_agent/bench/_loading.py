@@ -220,6 +220,7 @@ def open_sidecar(
     typed_values: str = "auto",
     mentioned_values: str = "auto",
     unnamed_nulls: str = "auto",
+    whole_words: str = "auto",
 ) -> Iterator[SidecarChoice]:
     """The sidecar named by ``spec``, stopped (process) when the block ends.
 
@@ -233,7 +234,7 @@ def open_sidecar(
     ``relevance_weight`` (``None``: a preset's own with its own choice, else 0),
     ``relevance_parameter_weight`` (``None``: ``WaveOptions``' default) and
     ``tool_list`` (``auto``: a preset's own listing, else ``signatures``) and
-    ``required_values``, ``mentioned_values`` and ``typed_values`` (``on`` / ``off``;
+    ``required_values``, ``mentioned_values``, ``typed_values`` and ``whole_words`` (``on`` / ``off``;
     ``auto``: a preset's own setting in this process, else off — they steer the sidecar's own
     decoding). ``unnamed_nulls`` (``on`` / ``off``; ``auto``: a preset's own setting) only
     leaves rows out, so it holds for every model-backed sidecar.
@@ -266,6 +267,7 @@ def open_sidecar(
         mentioned_values, fields["mentioned_values"]
     )
     fields["unnamed_nulls"] = _switch(unnamed_nulls, fields["unnamed_nulls"])
+    fields["whole_words"] = in_process and _switch(whole_words, fields["whole_words"])
     options = WaveOptions(
         schedule=schedule,  # type: ignore[arg-type]
         follow_target=follow_target,

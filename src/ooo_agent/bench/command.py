@@ -242,6 +242,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "asking its row (WaveOptions.unnamed_nulls; any sidecar); auto (default): the "
         "preset's own setting, else off",
     )
+    add(
+        "--sidecar-whole-words",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="on: a local sidecar's typed rows copy the request's words and lists whole "
+        "(WaveOptions.whole_words, with --sidecar-typed-values; in this process only); auto "
+        "(default): the preset's own setting, else off",
+    )
     add_constraint_options(add, scope="every mode: ")
     add_decline_option(add, scope="every mode: ")
     add("--threads", type=int, default=1, help="torch CPU threads of the target (default 1)")
@@ -328,7 +336,7 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
             "needs the sidecar model in this process (not --sidecar-process, not an HTTP "
             "sidecar) and not --sidecar-function-choice index"
         )
-    for flag in ("required_values", "mentioned_values", "typed_values"):
+    for flag in ("required_values", "mentioned_values", "typed_values", "whole_words"):
         if getattr(args, f"sidecar_{flag}") == "on" and (args.sidecar_process or remote):
             raise CliError(
                 f"--sidecar-{flag.replace('_', '-')} on steers the sidecar's own decoding: it "
@@ -456,7 +464,7 @@ async def _run(args: argparse.Namespace) -> int:
         relevance_parameter_weight=args.sidecar_relevance_parameter_weight,
         required_values=args.sidecar_required_values, typed_values=args.sidecar_typed_values,
         mentioned_values=args.sidecar_mentioned_values,
-        unnamed_nulls=args.sidecar_unnamed_nulls,
+        unnamed_nulls=args.sidecar_unnamed_nulls, whole_words=args.sidecar_whole_words,
     ) as choice:  # fmt: skip
         if choice.note:
             notes.append(choice.note)

@@ -99,6 +99,9 @@ class Preset:
     unnamed_nulls: bool = False
     """Sidecars: whether an optional parameter the request does not name is answered null
     without asking by default (``WaveOptions.unnamed_nulls``)."""
+    whole_words: bool = False
+    """Sidecars: whether a typed row copies the request's words whole by default
+    (``WaveOptions.whole_words``)."""
     format: str = "hermes"
     """Targets: the call format ``HFTarget.from_preset`` prompts with by default."""
     decline_below: float | None = None
@@ -163,6 +166,9 @@ PRESETS: dict[str, Preset] = {
             # An optional one the request does not name is left out, as the target mostly
             # does: argument rows match its calls more often, and the wave asks fewer (§2.0zzzzzzzzzzz).
             unnamed_nulls=True,
+            # A word or a list it copies from the request is copied whole: "Christianity",
+            # not "Christian"; 5000 for "$5000", not 500 (§2.0zzzzzzzzzzzzzzzzzz).
+            whole_words=True,
         ),
         Preset(
             name="qwen3-0.6b-ooo-sidecar",
@@ -199,6 +205,7 @@ class SidecarDefaults(TypedDict):
     mentioned_values: bool
     typed_values: bool
     unnamed_nulls: bool
+    whole_words: bool
 
 
 _PUBLISHED = Preset(name="", role="sidecar", base="")
@@ -208,7 +215,7 @@ _PUBLISHED = Preset(name="", role="sidecar", base="")
 def sidecar_wave_defaults(spec: str) -> SidecarDefaults:
     """The ``WaveOptions`` fields a sidecar named ``spec`` gets by default: a preset's own
     ``function_choice``, ``relevance_weight``, ``tool_list``, ``required_values``,
-    ``mentioned_values`` and ``typed_values``; for anything else the method as published
+    ``mentioned_values``, ``typed_values``, ``unnamed_nulls`` and ``whole_words``; for anything else the method as published
     (``index``, no relevance, ``signatures``, no steer)."""
     preset = PRESETS.get(spec, _PUBLISHED)
     return SidecarDefaults(
@@ -219,6 +226,7 @@ def sidecar_wave_defaults(spec: str) -> SidecarDefaults:
         mentioned_values=preset.mentioned_values,
         typed_values=preset.typed_values,
         unnamed_nulls=preset.unnamed_nulls,
+        whole_words=preset.whole_words,
     )
 
 

@@ -145,6 +145,13 @@ class WaveOptions:
             ``benchmarks/mentions.py``), and a small sidecar's guess at it matches the
             target's less often than ``null`` does (docs/benchmarks.md §2.0zzzzzzzzzzz).
             The wave asks fewer rows. Any backend (no decoding control needed).
+        whole_words: with ``typed_values``, beside a target that holds values to conventions
+            (``SidecarRequest.value_conventions``), a row of a free string, a number or an
+            array of them copies the request's words whole
+            (:func:`~ooo_agent.sidecar.values.words_copied_whole`): once it has written three
+            or more characters of a word the request writes, it goes on as the request does
+            until the word ends — no "Christian" for "Christianity", no ``500`` for "$5000".
+            In-process sidecars only.
     """
 
     ask_single_tool: bool = False
@@ -161,6 +168,7 @@ class WaveOptions:
     mentioned_values: bool = False
     typed_values: bool = False
     unnamed_nulls: bool = False
+    whole_words: bool = False
 
     def __post_init__(self) -> None:
         if self.max_rows is not None and self.max_rows < 1:

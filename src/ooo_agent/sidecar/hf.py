@@ -41,7 +41,7 @@ from ooo_agent.sidecar.prompts import PromptTemplate, template_from_tokenizer
 from ooo_agent.sidecar.relevance import tool_relevance, with_relevance
 from ooo_agent.sidecar.rows import direct_call_start, parse_function_index, tool_signatures
 from ooo_agent.sidecar.slots import parameter_schemas
-from ooo_agent.sidecar.values import ValueConstraint, comma_free_place
+from ooo_agent.sidecar.values import ValueConstraint, comma_free_place, copies_words
 
 __all__ = ["ADAPTER_SUBFOLDERS", "PRIOR_CACHE", "HFSidecar"]
 
@@ -364,12 +364,20 @@ class HFSidecar:
                 )
                 if row_commas is not None and comma_free_place(row.param, schema):
                     row_commas = ""  # no comma at all
+                row_words = (
+                    commas_from
+                    if commas_from is not None
+                    and self.options.whole_words
+                    and copies_words(schema)
+                    else None
+                )
                 constraints[i] = ValueConstraint(
                     schema if schema is not None else {},
                     self.generator.decode,
                     stop_ids=self.generator.stop_token_ids,
                     null_ok=not needs_value,
                     commas_from=row_commas,
+                    words_from=row_words,
                 )
         steered = required_values or mentioned_values
         return (bans if steered else None), (constraints if typed_values else None)

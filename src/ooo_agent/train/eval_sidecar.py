@@ -286,6 +286,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "array elements; WaveOptions.typed_values)",
         "--unnamed-nulls": "an optional parameter the request does not name is answered null "
         "without asking its row (WaveOptions.unnamed_nulls)",
+        "--whole-words": "a typed row copies the request's words whole, never stopping or "
+        "slipping inside one (WaveOptions.whole_words)",
     }
     for flag, effect in steers.items():
         parser.add_argument(
@@ -416,6 +418,8 @@ def wave_fields(args: argparse.Namespace) -> SidecarDefaults:
         fields["typed_values"] = args.typed_values == "on"
     if args.unnamed_nulls != "auto":
         fields["unnamed_nulls"] = args.unnamed_nulls == "on"
+    if args.whole_words != "auto":
+        fields["whole_words"] = args.whole_words == "on"
     return fields
 
 

@@ -1,0 +1,83 @@
+"""benchmarks/whole_words.py: would the whole-words rule refuse what the target writes?"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from repo_scripts import load_script
+
+
+def _label(ident: str, text: str, schema: dict[str, Any], value: Any) -> dict[str, Any]:
+    return {
+        "id": ident,
+        "messages": [{"role": "user", "content": text}],
+        "tools": [
+            {
+                "type": "function",
+                "function": {"name": "f", "parameters": {"properties": {"x": schema}}},
+            }
+        ],
+        "target_call": {"name": "f", "arguments": {"x": value}},
+    }
+
+
+STRING = {"type": "string"}
+LIST = {"type": "array", "items": {"type": "string"}}
+LABELS = [
+    _label("a", "In Christianity's history", STRING, "Christianity"),  # ok
+    _label("b", "In Christianity's history", STRING, "Christian"),  # word refused
+    _label("c", "Invest $5000 now", {"type": "integer"}, 500),  # word refused
+    _label("d", "Chicken and rice, please", LIST, ["chicken"]),  # list refused
+    _label("e", "Chicken and rice, please", LIST, ["chicken", "rice"]),  # ok
+    _label("f", "In Christianity's history", {"type": "string", "enum": ["Christian"]}, "x"),
+    _label("g", "Weather in Paris", STRING, "Paris"),
+    {"id": "h", "messages": [], "tools": [], "target_call": None},  # no call
+]
+
+
+def test_refused_values_and_lists() -> None:
+    module = load_script("benchmarks", "whole_words")
+    found = [(kind, ident) for kind, ident, *_ in module.refused(LABELS)]
+    # the enum row is not held; the rest are, in order
+    assert found == [
+        ("ok", "a"), ("word", "b"), ("word", "c"), ("list", "d"), ("ok", "e"), ("ok", "g")
+    ]  # fmt: skip
+
+
+def test_the_request_case_rewrite_and_its_rows() -> None:
+    module = load_script("benchmarks", "whole_words")
+    text = "Find a Marble statue of marble dust"
+    assert module.in_request_case(text, "marble") == "Marble"  # the first whole-word place
+    assert module.in_request_case(text, ["MARBLE DUST", "stat"]) == ["marble dust", "stat"]
+    assert module.in_request_case(text, 3) == 3
+    labels = {
+        "p": _label("p", "a classical concert", STRING, "classical"),
+        "q": _label("q", "some sushi tonight", STRING, "Sushi"),
+        "r": _label("r", "some sushi tonight", STRING, "sushi"),
+    }
+    predictions = [
+        {"id": "p", "answers": {"0.x": '"Classical"'}},  # gained
+        {"id": "q", "answers": {"0.x": '"Sushi"'}},  # lost
+        {"id": "r", "answers": {"0.x": "not json"}},  # skipped
+        {"id": "unknown", "answers": {}},
+    ]
+    assert module.case_rows(predictions, labels) == (1, 1)
+
+
+def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    module = load_script("benchmarks", "whole_words")
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps(row) + "\n" for row in LABELS), encoding="utf-8")
+    assert module.main([str(labels), "--show"]) == 0
+    out = capsys.readouterr().out
+    assert "values held 6: words refused 2" in out
+    assert "arrays held 2: closed where the request's list goes on 1" in out
+    assert 'word b x: "Christian"' in out and "list d x" in out
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"predictions": [{"id": "g", "answers": {"0.x": '"paris"'}}]}))
+    assert module.main([str(labels), "--case", str(report)]) == 0
+    assert "rows gained 1, lost 0" in capsys.readouterr().out
