@@ -339,13 +339,13 @@ class HFSidecar:
         if mentioned_values:
             named = [plan.named.get(name, ()) for name, _ in tool_signatures(plan.request.tools)]
         tools = plan.request.tools
-        commas_from: str | None = None
+        request_text: str | None = None  # the user's words, beside a convention-holding target
         if typed_values and plan.request.value_conventions:
             from ooo_agent.decoding.conventions import free_string, with_value_conventions
             from ooo_agent.sidecar.relevance import user_text
 
             tools = with_value_conventions(plan.request.messages, tools)
-            commas_from = user_text(plan.request.messages)
+            request_text = user_text(plan.request.messages)
         bans: dict[int, list[int]] = {}
         constraints: dict[int, ValueConstraint] = {}
         for i, row in enumerate(plan.rows):
@@ -360,16 +360,12 @@ class HFSidecar:
             if typed_values:
                 schema = parameter_schemas(tools[row.function_index]).get(row.param)
                 row_commas = (
-                    commas_from if commas_from is not None and free_string(schema) else None
+                    request_text if request_text is not None and free_string(schema) else None
                 )
                 if row_commas is not None and comma_free_place(row.param, schema):
                     row_commas = ""  # no comma at all
                 row_words = (
-                    commas_from
-                    if commas_from is not None
-                    and self.options.whole_words
-                    and copies_words(schema)
-                    else None
+                    request_text if self.options.whole_words and copies_words(schema) else None
                 )
                 constraints[i] = ValueConstraint(
                     schema if schema is not None else {},

@@ -87,11 +87,12 @@ def copies_words(schema: Any) -> bool:
     return kind in ("number", "integer")
 
 
-def _word_starts(text: str, part: str) -> list[int]:
-    """Where ``part`` occurs in ``text`` at the start of a word."""
+def _word_starts(text: str, part: str, inside: Callable[[str], bool] = str.isalnum) -> list[int]:
+    """Where ``part`` occurs in ``text`` at the start of a word (no character ``inside`` a
+    word before it)."""
     found, at = [], text.find(part)
     while at >= 0:
-        if at == 0 or not text[at - 1].isalnum():
+        if at == 0 or not inside(text[at - 1]):
             found.append(at)
         at = text.find(part, at + 1)
     return found
@@ -101,16 +102,15 @@ def _copies(request: str, lower: str, written: str, numeric: bool) -> list[int]:
     """Where the request writes ``written`` as a copy would begin: where a word starts (a
     number: no digit before it), letter for letter — a word's first letter in either case
     ("New York" copies "new york"; "EURos" copies nothing of "Euros")."""
-    found, at = [], lower.find(written.lower())
-    while at >= 0:
-        before = request[at - 1] if at else ""
-        if not (before.isdigit() if numeric else before.isalnum()) and all(
+    inside = str.isdigit if numeric else str.isalnum
+    return [
+        at
+        for at in _word_starts(lower, written.lower(), inside)
+        if all(
             char == request[at + i] or (at + i == 0 or not request[at + i - 1].isalnum())
             for i, char in enumerate(written)
-        ):
-            found.append(at)
-        at = lower.find(written.lower(), at + 1)
-    return found
+        )
+    ]
 
 
 def _unfinished(request: str, lower: str, written: str, numeric: bool) -> bool:
