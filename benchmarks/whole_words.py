@@ -11,10 +11,14 @@ array, its list (``list_goes_on``) — no model, only label files:
 Label files are ``sidecar_data``'s ``labels.jsonl`` or ``eval_target --labels-out`` files (rows
 with ``messages``, ``tools`` and ``target_call``). ``--show`` lists the refused values.
 
-``--case REPORT`` instead reads an ``eval-sidecar`` report on one label file and counts the
-argument rows of the target's tool that writing a string in the request's own case (where the
-sidecar's string is the request's words, word for word, in another case) would turn from a miss
-into a hit, and the reverse — a rule checked and not built.
+The same for ``WaveOptions(request_case=True)`` (§2.0zzzzzzzzzzzzzzzzzzz): ``--case-target``
+counts the target's values in the rows that rule rewrites (a free string or an array of them)
+and lists those it would rewrite — where the target writes with a capital what the request
+writes in lower case. ``--case REPORT`` reads an ``eval-sidecar`` report made without the rule
+(``--request-case off``) on one label file and counts the argument rows of the target's tool
+the rule turns from a miss into a hit, and the reverse; ``--case-rule any`` counts the variant
+checked and not built in §2.0zzzzzzzzzzzzzzzzzz (any string that is the request's words, in
+whatever case the request writes them).
 """
 
 from __future__ import annotations
@@ -26,9 +30,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from ooo_agent.decoding.conventions import free_string
+from ooo_agent.decoding.mentions import options
 from ooo_agent.sidecar.relevance import user_text
 from ooo_agent.sidecar.slots import parameter_schemas
-from ooo_agent.sidecar.values import copies_words, list_goes_on, words_copied_whole
+from ooo_agent.sidecar.values import copies_words
+from ooo_agent.sidecar.words import in_request_case, list_goes_on, words_copied_whole
 
 
 def _target_tool(label: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]] | None:
@@ -63,11 +70,12 @@ def refused(labels: Iterable[Mapping[str, Any]]) -> Iterator[tuple[str, str, str
             yield kind, str(label.get("id", "")), param, written
 
 
-def in_request_case(text: str, value: Any) -> Any:
+def any_case(text: str, value: Any) -> Any:
     """``value`` with each string that is the request's words (case aside, whole words) written
-    as the request writes them."""
+    as the request first writes them, in whatever case: the variant checked and not built in
+    §2.0zzzzzzzzzzzzzzzzzz (``--case-rule any``)."""
     if isinstance(value, list):
-        return [in_request_case(text, item) for item in value]
+        return [any_case(text, item) for item in value]
     if not isinstance(value, str) or not value:
         return value
     lower, needle = text.lower(), value.lower()
@@ -83,35 +91,70 @@ def in_request_case(text: str, value: Any) -> Any:
     return value
 
 
-def case_rows(
-    predictions: Iterable[Mapping[str, Any]], labels: Mapping[str, Mapping[str, Any]]
-) -> tuple[int, int]:
-    """Rows of free strings (and arrays of them) the request-case rewrite turns from a miss into a
-    hit against the target's call, and the reverse."""
-    from ooo_agent.decoding.conventions import free_string
+def _cased_rows(
+    label: Mapping[str, Any],
+) -> Iterator[tuple[int, str, tuple[str, ...]]]:
+    """``(tool index, parameter, options)`` for each row of the target's tool that
+    ``WaveOptions.request_case`` rewrites: a free string or an array of free strings."""
+    found = _target_tool(label)
+    if found is None:
+        return
+    index, schemas = found
+    for param, schema in schemas.items():
+        items = schema.get("items") if isinstance(schema, Mapping) else None
+        if free_string(schema) or free_string(items):
+            yield index, param, (*options(schema), *options(items))
 
+
+def case_rows(
+    predictions: Iterable[Mapping[str, Any]],
+    labels: Mapping[str, Mapping[str, Any]],
+    rule: str = "lower",
+) -> tuple[int, int]:
+    """Rows the request-case rewrite turns from a miss into a hit against the target's call, and
+    the reverse: ``rule`` ``lower`` is the sidecar's own (:func:`in_request_case` on the answer's
+    text), ``any`` the variant :func:`any_case`. Read on a report made without the rule."""
     gained = lost = 0
     for prediction in predictions:
         label = labels.get(prediction["id"])
-        found = _target_tool(label) if label is not None else None
-        if label is None or found is None:
+        if label is None:
             continue
-        index, schemas = found
         text = user_text(label["messages"])
-        for param, schema in schemas.items():
+        for index, param, keep in _cased_rows(label):
             answer = prediction["answers"].get(f"{index}.{param}")
-            items = schema.get("items") if isinstance(schema, Mapping) else None
-            if answer is None or not (free_string(schema) or free_string(items)):
+            if answer is None:
                 continue
             try:
                 value = json.loads(answer)
+                rewritten = (
+                    json.loads(in_request_case(text, answer, keep))
+                    if rule == "lower"
+                    else any_case(text, value)
+                )
             except ValueError:
                 continue
             expected = label["target_call"]["arguments"].get(param)
-            rewritten = in_request_case(text, value)
             gained += rewritten == expected and value != expected
             lost += value == expected and rewritten != expected
     return gained, lost
+
+
+def recased(labels: Iterable[Mapping[str, Any]]) -> tuple[int, list[tuple[str, str, str]]]:
+    """The target's own values in the rows ``request_case`` rewrites, and those it would
+    rewrite (``(id, parameter, value)``): where the target itself writes the request's lower-case
+    words with a capital — what a sidecar that matched it would lose to the rule."""
+    held, changed = 0, []
+    for label in labels:
+        text = user_text(label["messages"])
+        for _, param, keep in _cased_rows(label):
+            arguments = label["target_call"]["arguments"]
+            if param not in arguments:
+                continue
+            written = json.dumps(arguments[param], ensure_ascii=False)
+            held += 1
+            if in_request_case(text, written, keep) != written:
+                changed.append((str(label.get("id", "")), param, written))
+    return held, changed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -119,6 +162,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("labels", type=Path, nargs="+", help="label files (JSONL)")
     parser.add_argument("--show", action="store_true", help="list the refused values")
     parser.add_argument("--case", type=Path, default=None, help="an eval-sidecar report")
+    parser.add_argument(
+        "--case-rule",
+        choices=("lower", "any"),
+        default="lower",
+        help="with --case: the sidecar's rule (lower, default) or the variant not built (any)",
+    )
+    parser.add_argument(
+        "--case-target",
+        action="store_true",
+        help="count the target's values the request-case rule would rewrite",
+    )
     args = parser.parse_args(argv)
     rows: list[dict[str, Any]] = []
     for path in args.labels:
@@ -126,8 +180,15 @@ def main(argv: list[str] | None = None) -> int:
             rows.extend(map(json.loads, handle))
     if args.case is not None:
         report = json.loads(args.case.read_text(encoding="utf-8"))
-        gained, lost = case_rows(report["predictions"], {r["id"]: r for r in rows})
-        print(f"in the request's case: rows gained {gained}, lost {lost}")
+        labels = {r["id"]: r for r in rows}
+        gained, lost = case_rows(report["predictions"], labels, args.case_rule)
+        print(f"in the request's case ({args.case_rule}): rows gained {gained}, lost {lost}")
+        return 0
+    if args.case_target:
+        held, changed = recased(r for r in rows if r.get("target_call"))
+        print(f"target values in rows the rule rewrites {held}: it would rewrite {len(changed)}")
+        for ident, param, written in changed if args.show else ():
+            print(f"  {ident} {param}: {written}")
         return 0
     found = list(refused(rows))
     lists = [f for f in found if f[3].startswith("[")]

@@ -308,6 +308,9 @@ def test_only_the_embedded_sidecar_steers_its_decoding_by_default() -> None:
     assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar")["unnamed_nulls"] is False
     assert sidecar_wave_defaults("smollm2-135m-sidecar")["whole_words"] is True  # §2.0zzzzzzzzzzzzzzzzzz
     assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar")["whole_words"] is False
+    # §2.0zzzzzzzzzzzzzzzzzzz
+    assert sidecar_wave_defaults("smollm2-135m-sidecar")["request_case"] is True
+    assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar")["request_case"] is False
     # And only it adds the request's words to its scored tool choice (§2.0y).
     assert sidecar_wave_defaults("smollm2-135m-sidecar")["relevance_weight"] == 2.0
     assert sidecar_wave_defaults("some/folder")["relevance_weight"] == 0.0
@@ -326,6 +329,7 @@ def test_sidecar_wave_defaults_are_the_presets_own_else_the_method_as_published(
         "typed_values": False,
         "unnamed_nulls": False,
         "whole_words": False,
+        "request_case": False,
     }
     assert sidecar_wave_defaults("some/folder") == published
     assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar") == published
@@ -339,6 +343,7 @@ def test_sidecar_wave_defaults_are_the_presets_own_else_the_method_as_published(
         "typed_values": embedded.typed_values,
         "unnamed_nulls": embedded.unnamed_nulls,
         "whole_words": embedded.whole_words,
+        "request_case": embedded.request_case,
     }
     WaveOptions(**sidecar_wave_defaults(embedded.name))  # every field is one of WaveOptions'
 

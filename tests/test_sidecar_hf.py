@@ -366,6 +366,53 @@ def test_function_first_asks_the_rows_of_the_tool_the_target_wrote(tokenizer: An
     assert alone.hint.function == "get_weather" and not alone.followed_target
 
 
+def test_request_case_writes_a_capitalised_copy_as_the_request_does(tokenizer: Any) -> None:
+    """``request_case``: a free string's answer (or an array of free strings) the sidecar
+    capitalises where the request writes it in lower case lands in the request's case, in the
+    hint and in the report; other rows, codes and the tool's own options stay as written."""
+    tools = [
+        _tool(
+            "find",
+            {
+                "material": {"type": "string"},
+                "items": {"type": "array", "items": {"type": "string"}},
+                "food": {"type": "string", "description": "Type of food like Sushi."},
+                "kind": {"type": "string", "enum": ["Marble", "marble"]},
+                "code": {"type": "string"},
+            },
+        )
+    ]
+    messages = [{"role": "user", "content": "A marble bowl with sushi, tomatoes and pet food; can"}]
+    answers = {
+        "0.material": '"Marble"',
+        "0.items": '["Tomatoes", "Pet food"]',
+        "0.food": '"Sushi"',
+        "0.kind": '"Marble"',
+        "0.code": '"CAN"',
+    }
+    for on in (False, True):
+        options = WaveOptions(request_case=on)
+        plan = WavePlan.build(
+            SidecarRequest(messages, tools), template_from_tokenizer(tokenizer), options
+        )
+        assert sorted(plan.cased) == (["0.code", "0.food", "0.items", "0.material"] if on else [])
+        assembler = WaveAssembler.start(plan, HintBox(), options)
+        for i, row in enumerate(plan.rows):
+            assembler.answer(i, answers[row.key])
+        report = assembler.finish()
+        assert report.answers["0.food"] == '"Sushi"'  # the tool writes it so
+        assert report.answers["0.kind"] == '"Marble"'  # an enum: the tool's words
+        assert report.answers["0.code"] == '"CAN"'  # capitals alone: a code
+        if on:
+            assert report.answers["0.material"] == '"marble"'
+            assert report.answers["0.items"] == '["tomatoes", "pet food"]'
+            assert report.hint.slots["material"] == "marble"
+            assert report.hint.slots["items"] == ["tomatoes", "pet food"]
+        else:
+            assert report.answers["0.material"] == '"Marble"'
+            assert report.hint.slots["items"] == ["Tomatoes", "Pet food"]
+
+
 def test_function_first_without_waiting_asks_the_targets_tool_next(tokenizer: Any) -> None:
     """No wait (the default): the chosen tool's rows at once; once the target has written
     another tool, that tool's rows in the next phase; nothing asked twice."""
@@ -633,6 +680,10 @@ def test_bench_loads_an_adapter_only_folder_on_its_base(tmp_path: Path, tokenize
     with open_sidecar(str(folder), typed_values="on", whole_words="on") as whole:
         assert isinstance(whole.sidecar, HFSidecar)
         assert whole.sidecar.options.whole_words is True
+    assert choice.sidecar.options.request_case is False
+    with open_sidecar(str(folder), request_case="on") as cased:
+        assert isinstance(cased.sidecar, HFSidecar)
+        assert cased.sidecar.options.request_case is True
     # A base recorded as another machine's path falls back to the embedded model; names stay.
     config["base_model_name_or_path"] = str(tmp_path / "gone" / "model")
     config_path.write_text(json.dumps(config))

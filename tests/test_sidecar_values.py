@@ -8,12 +8,8 @@ from collections.abc import Sequence
 import pytest
 import torch
 
-from ooo_agent.sidecar.values import (
-    ValueConstraint,
-    comma_free_place,
-    copies_words,
-    list_goes_on,
-)
+from ooo_agent.sidecar.values import ValueConstraint, comma_free_place, copies_words
+from ooo_agent.sidecar.words import in_request_case, list_goes_on, words_copied_whole
 
 VOCAB = [*'"ab12.[], nutrelxL', "<end>"]  # one character a token, then the end of the turn
 END = VOCAB.index("<end>")
@@ -240,6 +236,44 @@ def test_a_word_copied_from_the_request_is_copied_whole() -> None:
     # without the request's text the row is free
     free = ValueConstraint({"type": "string"}, _decode, stop_ids={END})
     assert _pick(free, '"lab', ['"', "e"]) == '"'
+
+
+@pytest.mark.parametrize(
+    ("value", "keep", "written"),
+    [
+        ('"Marble"', (), '"marble"'),  # the request writes it in lower case alone
+        ('["Tomatoes","Pet food"]', (), '["tomatoes","pet food"]'),  # each item, format kept
+        ('"marble"', (), '"marble"'),  # already as the request writes it
+        ('"CAN"', (), '"CAN"'),  # capitals alone: a code
+        ('"Empire State Building"', (), '"Empire State Building"'),  # a capital in the request
+        ('"Sushi"', ("Sushi",), '"Sushi"'),  # the tool's own option, as the tool writes it
+        ('"Sushi Bar"', (), '"Sushi Bar"'),  # not written whole by the request
+        ('"Tomato"', (), '"Tomato"'),  # "tomatoes": no word end after "tomato"
+        ('"Gluten-free"', (), '"Gluten-free"'),  # the request capitalises it (once)
+        ("12", (), "12"),
+        ('"Ma\\"rble"', (), '"Ma\\"rble"'),  # an escape: left alone
+        ('"Marble', (), '"Marble'),  # not closed: left alone
+    ],
+)
+def test_a_string_takes_the_requests_lower_case(
+    value: str, keep: tuple[str, ...], written: str
+) -> None:
+    request = (
+        "A sculpture of marble near the Empire State building; sushi, tomatoes and pet food. "
+        "Gluten-free, please, gluten-free. Can you?"
+    )
+    assert in_request_case(request, value, keep) == written
+
+
+def test_a_capital_whose_lower_case_is_longer_moves_no_place() -> None:
+    # "İ".lower() is two characters: places found in the lowered request stay its places
+    request = "İİ İstanbul to Ankara, 1221 km"
+    assert not words_copied_whole(request, '"Ankar"', final=True)
+    assert words_copied_whole(request, '"Ankara"', final=True)
+    assert not words_copied_whole(request, "122", final=True)
+    assert words_copied_whole(request, "1221", final=True)
+    assert not list_goes_on(request, '["Ankara"]')  # "Ankara, 1221": no "and" ends a list
+    assert list_goes_on("İİ İzmir and Bursa", '["İzmir"]')
 
 
 @pytest.mark.parametrize(

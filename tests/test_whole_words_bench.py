@@ -51,9 +51,9 @@ def test_refused_values_and_lists() -> None:
 def test_the_request_case_rewrite_and_its_rows() -> None:
     module = load_script("benchmarks", "whole_words")
     text = "Find a Marble statue of marble dust"
-    assert module.in_request_case(text, "marble") == "Marble"  # the first whole-word place
-    assert module.in_request_case(text, ["MARBLE DUST", "stat"]) == ["marble dust", "stat"]
-    assert module.in_request_case(text, 3) == 3
+    assert module.any_case(text, "marble") == "Marble"  # the first whole-word place
+    assert module.any_case(text, ["MARBLE DUST", "stat"]) == ["marble dust", "stat"]
+    assert module.any_case(text, 3) == 3
     labels = {
         "p": _label("p", "a classical concert", STRING, "classical"),
         "q": _label("q", "some sushi tonight", STRING, "Sushi"),
@@ -65,7 +65,17 @@ def test_the_request_case_rewrite_and_its_rows() -> None:
         {"id": "r", "answers": {"0.x": "not json"}},  # skipped
         {"id": "unknown", "answers": {}},
     ]
-    assert module.case_rows(predictions, labels) == (1, 1)
+    assert module.case_rows(predictions, labels, "any") == (1, 1)
+    # the sidecar's rule writes the request's lower case alone; "Sushi" is the tool's option
+    labels["s"] = _label("s", "Weather in paris", STRING, "paris")
+    labels["t"] = _label("t", "some sushi", {**STRING, "description": "like Sushi"}, "sushi")
+    predictions += [
+        {"id": "s", "answers": {"0.x": '"Paris"'}},  # gained
+        {"id": "t", "answers": {"0.x": '"Sushi"'}},  # kept: a miss either way
+    ]
+    assert module.case_rows(predictions, labels) == (2, 1)
+    assert module.case_rows(predictions, labels, "any") == (3, 1)  # "sushi" for the option too
+    assert module.recased(labels.values()) == (5, [("q", "x", '"Sushi"')])
 
 
 def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -79,5 +89,9 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert 'word b x: "Christian"' in out and "list d x" in out
     report = tmp_path / "report.json"
     report.write_text(json.dumps({"predictions": [{"id": "g", "answers": {"0.x": '"paris"'}}]}))
-    assert module.main([str(labels), "--case", str(report)]) == 0
-    assert "rows gained 1, lost 0" in capsys.readouterr().out
+    assert module.main([str(labels), "--case", str(report), "--case-rule", "any"]) == 0
+    assert "(any): rows gained 1, lost 0" in capsys.readouterr().out
+    assert module.main([str(labels), "--case", str(report)]) == 0  # lower case stays
+    assert "(lower): rows gained 0, lost 0" in capsys.readouterr().out
+    assert module.main([str(labels), "--case-target", "--show"]) == 0
+    assert "rows the rule rewrites 5: it would rewrite 0" in capsys.readouterr().out

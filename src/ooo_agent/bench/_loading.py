@@ -221,6 +221,7 @@ def open_sidecar(
     mentioned_values: str = "auto",
     unnamed_nulls: str = "auto",
     whole_words: str = "auto",
+    request_case: str = "auto",
 ) -> Iterator[SidecarChoice]:
     """The sidecar named by ``spec``, stopped (process) when the block ends.
 
@@ -236,8 +237,9 @@ def open_sidecar(
     ``tool_list`` (``auto``: a preset's own listing, else ``signatures``) and
     ``required_values``, ``mentioned_values``, ``typed_values`` and ``whole_words`` (``on`` / ``off``;
     ``auto``: a preset's own setting in this process, else off — they steer the sidecar's own
-    decoding). ``unnamed_nulls`` (``on`` / ``off``; ``auto``: a preset's own setting) only
-    leaves rows out, so it holds for every model-backed sidecar.
+    decoding). ``unnamed_nulls`` and ``request_case`` (``on`` / ``off``; ``auto``: a preset's
+    own setting) only leave rows out or rewrite answers as they land, so they hold for every
+    model-backed sidecar.
     """
     from ooo_agent.models.presets import sidecar_wave_defaults
     from ooo_agent.sidecar._wave import WaveOptions
@@ -268,6 +270,7 @@ def open_sidecar(
     )
     fields["unnamed_nulls"] = _switch(unnamed_nulls, fields["unnamed_nulls"])
     fields["whole_words"] = in_process and _switch(whole_words, fields["whole_words"])
+    fields["request_case"] = _switch(request_case, fields["request_case"])
     options = WaveOptions(
         schedule=schedule,  # type: ignore[arg-type]
         follow_target=follow_target,

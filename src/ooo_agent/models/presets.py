@@ -102,6 +102,9 @@ class Preset:
     whole_words: bool = False
     """Sidecars: whether a typed row copies the request's words whole by default
     (``WaveOptions.whole_words``)."""
+    request_case: bool = False
+    """Sidecars: whether a string the sidecar capitalises takes the request's lower case by
+    default (``WaveOptions.request_case``)."""
     format: str = "hermes"
     """Targets: the call format ``HFTarget.from_preset`` prompts with by default."""
     decline_below: float | None = None
@@ -169,6 +172,9 @@ PRESETS: dict[str, Preset] = {
             # A word or a list it copies from the request is copied whole: "Christianity",
             # not "Christian"; 5000 for "$5000", not 500 (§2.0zzzzzzzzzzzzzzzzzz).
             whole_words=True,
+            # A common noun it copies is written in the request's lower case, as the target
+            # copies it: "marble", not "Marble" (§2.0zzzzzzzzzzzzzzzzzzz).
+            request_case=True,
         ),
         Preset(
             name="qwen3-0.6b-ooo-sidecar",
@@ -206,6 +212,7 @@ class SidecarDefaults(TypedDict):
     typed_values: bool
     unnamed_nulls: bool
     whole_words: bool
+    request_case: bool
 
 
 _PUBLISHED = Preset(name="", role="sidecar", base="")
@@ -215,8 +222,9 @@ _PUBLISHED = Preset(name="", role="sidecar", base="")
 def sidecar_wave_defaults(spec: str) -> SidecarDefaults:
     """The ``WaveOptions`` fields a sidecar named ``spec`` gets by default: a preset's own
     ``function_choice``, ``relevance_weight``, ``tool_list``, ``required_values``,
-    ``mentioned_values``, ``typed_values``, ``unnamed_nulls`` and ``whole_words``; for anything else the method as published
-    (``index``, no relevance, ``signatures``, no steer)."""
+    ``mentioned_values``, ``typed_values``, ``unnamed_nulls``, ``whole_words`` and
+    ``request_case``; for anything else the method as published (``index``, no relevance,
+    ``signatures``, no steer)."""
     preset = PRESETS.get(spec, _PUBLISHED)
     return SidecarDefaults(
         function_choice=preset.function_choice,
@@ -227,6 +235,7 @@ def sidecar_wave_defaults(spec: str) -> SidecarDefaults:
         typed_values=preset.typed_values,
         unnamed_nulls=preset.unnamed_nulls,
         whole_words=preset.whole_words,
+        request_case=preset.request_case,
     )
 
 

@@ -28,6 +28,7 @@ from ooo_agent.sidecar.rows import (
     tool_signatures,
 )
 from ooo_agent.sidecar.slots import SlotCheck, slot_checker
+from ooo_agent.sidecar.words import in_request_case
 
 __all__ = [
     "CONTENT_FREE_MESSAGES",
@@ -148,10 +149,18 @@ class WaveOptions:
         whole_words: with ``typed_values``, beside a target that holds values to conventions
             (``SidecarRequest.value_conventions``), a row of a free string, a number or an
             array of them copies the request's words whole
-            (:func:`~ooo_agent.sidecar.values.words_copied_whole`): once it has written three
+            (:func:`~ooo_agent.sidecar.words.words_copied_whole`): once it has written three
             or more characters of a word the request writes, it goes on as the request does
             until the word ends — no "Christian" for "Christianity", no ``500`` for "$5000".
             In-process sidecars only.
+        request_case: a string the sidecar writes with a capital where the request writes the
+            same words whole and only in lower case takes the request's case (``"marble"`` for its
+            ``"Marble"`` of "made of marble"): a small sidecar capitalises the common nouns it
+            copies, the target copies them as written
+            (:func:`~ooo_agent.sidecar.words.in_request_case`; docs/benchmarks.md). Rows
+            of a free string or an array of them; codes in capitals and the parameter's own
+            options as the tool writes them stay. Any backend (the answer is rewritten as it
+            lands).
     """
 
     ask_single_tool: bool = False
@@ -169,6 +178,7 @@ class WaveOptions:
     typed_values: bool = False
     unnamed_nulls: bool = False
     whole_words: bool = False
+    request_case: bool = False
 
     def __post_init__(self) -> None:
         if self.max_rows is not None and self.max_rows < 1:
@@ -219,6 +229,12 @@ class WavePlan:
     """Per tool name, the optional parameters the request names
     (:func:`~ooo_agent.decoding.mentions.mentioned_parameters`), computed once per wave when
     ``mentioned_values`` or ``unnamed_nulls`` reads them; else empty."""
+    cased: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """``WaveOptions.request_case``: by row key, the rows whose answers take the request's
+    case (a free string or an array of them), each with the options its parameter's schema
+    writes (kept as they are)."""
+    request_text: str = ""
+    """The user's words, where ``cased`` rows read them."""
 
     @classmethod
     def build(
@@ -256,7 +272,31 @@ class WavePlan:
         if options.max_rows is not None:
             rows = rows[: options.max_rows]
         prompts = [template(r.messages) for r in rows]
-        return cls(request, rows, prompts, known, choice, calibration, implied, named)
+        cased, request_text = _cased_rows(request, rows) if options.request_case else ({}, "")
+        return cls(
+            request, rows, prompts, known, choice, calibration, implied, named, cased, request_text
+        )
+
+
+def _cased_rows(
+    request: SidecarRequest, rows: Sequence[SemanticRow]
+) -> tuple[dict[str, tuple[str, ...]], str]:
+    """The argument rows whose answers take the request's case (a free string or an array of
+    free strings, by key, with their parameter's options) and the user's words."""
+    from ooo_agent.decoding.conventions import free_string
+    from ooo_agent.decoding.mentions import options
+    from ooo_agent.sidecar.relevance import user_text
+    from ooo_agent.sidecar.slots import parameter_schemas
+
+    cased: dict[str, tuple[str, ...]] = {}
+    for row in rows:
+        if row.kind != "argument_value" or row.function_index is None or row.param is None:
+            continue
+        schema = parameter_schemas(request.tools[row.function_index]).get(row.param)
+        items = schema.get("items") if isinstance(schema, Mapping) else None
+        if free_string(schema) or free_string(items):
+            cased[row.key] = (*options(schema), *options(items))
+    return cased, (user_text(request.messages) if cased else "")
 
 
 def required_parameters(tool: Mapping[str, Any]) -> frozenset[str]:
@@ -361,6 +401,9 @@ class WaveAssembler:
                 if index is not None and not self.followed:
                     self._publish_function(index)
             elif row.kind == "argument_value" and row.param is not None:
+                keep = self.plan.cased.get(row.key)
+                if keep is not None:
+                    text = in_request_case(self.plan.request_text, text, keep)
                 self.slot_answers[row.key] = text
                 if self._function is not None and row.function_index == self._function:
                     self._publish_slot(self._function, row.param, text)

@@ -20,7 +20,6 @@ Example::
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
@@ -30,13 +29,12 @@ import torch
 from ooo_agent.decoding.constraint import runner_up
 from ooo_agent.formats._scan import INCOMPLETE, INVALID, ValueShape, json_value_end
 from ooo_agent.sidecar.slots import normalize_schema
+from ooo_agent.sidecar.words import list_goes_on, words_copied_whole
 
 __all__ = [
     "ValueConstraint",
     "comma_free_place",
     "copies_words",
-    "list_goes_on",
-    "words_copied_whole",
 ]
 
 _PLACE_WORD = re.compile(
@@ -65,17 +63,11 @@ def comma_free_place(param: str, schema: Any) -> bool:
     return _PLACE_WORD.search(words) is not None or _PLACE_WORD.search(description) is not None
 
 
-MIN_COPIED_WORD = 3
-"""Characters of a request's word an answer must have written before the word holds it
-(:func:`words_copied_whole`): shorter beginnings ("di", "20") start too many words to say
-which one is being copied."""
-
-
 def copies_words(schema: Any) -> bool:
     """Whether a parameter's value is written from the request's words: a free string (no
     enum, pattern or format), a number without an enum, or an array of either — the rows
-    :func:`words_copied_whole` holds. An enum's options are the tool's words, not the
-    request's."""
+    :func:`~ooo_agent.sidecar.words.words_copied_whole` holds. An enum's options are the
+    tool's words, not the request's."""
     shape = normalize_schema(schema)
     if not isinstance(shape, Mapping) or any(key in shape for key in ("enum", "const")):
         return False
@@ -85,148 +77,6 @@ def copies_words(schema: Any) -> bool:
     if kind == "string":
         return not any(key in shape for key in ("pattern", "format"))
     return kind in ("number", "integer")
-
-
-def _word_starts(text: str, part: str, inside: Callable[[str], bool] = str.isalnum) -> list[int]:
-    """Where ``part`` occurs in ``text`` at the start of a word (no character ``inside`` a
-    word before it)."""
-    found, at = [], text.find(part)
-    while at >= 0:
-        if at == 0 or not inside(text[at - 1]):
-            found.append(at)
-        at = text.find(part, at + 1)
-    return found
-
-
-def _copies(request: str, lower: str, written: str, numeric: bool) -> list[int]:
-    """Where the request writes ``written`` as a copy would begin: where a word starts (a
-    number: no digit before it), letter for letter — a word's first letter in either case
-    ("New York" copies "new york"; "EURos" copies nothing of "Euros")."""
-    inside = str.isdigit if numeric else str.isalnum
-    return [
-        at
-        for at in _word_starts(lower, written.lower(), inside)
-        if all(
-            char == request[at + i] or (at + i == 0 or not request[at + i - 1].isalnum())
-            for i, char in enumerate(written)
-        )
-    ]
-
-
-def _unfinished(request: str, lower: str, written: str, numeric: bool) -> bool:
-    """``written`` ends inside a word it copies from ``request`` (:func:`_copies`): it ends with
-    at least :data:`MIN_COPIED_WORD` characters of a word (a number: digits), and every place it
-    copies goes on with more of that word ("Christian" of "Christianity", ``500`` of "$5000",
-    not ``5000`` of "5000m")."""
-    goes_on = str.isdigit if numeric else str.isalnum
-    tail = 0
-    while tail < len(written) and goes_on(written[-1 - tail]):
-        tail += 1
-    if tail < MIN_COPIED_WORD:
-        return False
-    places = _copies(request, lower, written, numeric)
-    end = len(written)
-    return bool(places) and all(
-        at + end < len(request) and goes_on(request[at + end]) for at in places
-    )
-
-
-def _runs(value: str, final: bool) -> list[tuple[int, str, bool, bool]]:
-    """The strings (their contents) and numbers of a JSON value's text, each with where it
-    starts, whether it is closed and whether it is a number; a number at the very end is closed
-    when ``final`` (the answer ends there)."""
-    runs: list[tuple[int, str, bool, bool]] = []
-    i, n = 0, len(value)
-    while i < n:
-        char = value[i]
-        if char == '"':
-            j, escaped = i + 1, False
-            while j < n and (escaped or value[j] != '"'):
-                escaped = not escaped and value[j] == "\\"
-                j += 1
-            runs.append((i + 1, value[i + 1 : j], j < n, False))
-            i = j + 1
-        elif char == "-" or char.isdigit():
-            j = i + 1
-            while j < n and (value[j].isdigit() or value[j] in ".eE+-"):
-                j += 1
-            runs.append((i, value[i:j], j < n or final, True))
-            i = j
-        else:
-            i += 1
-    return runs
-
-
-def words_copied_whole(request: str, value: str, *, final: bool = False, since: int = 0) -> bool:
-    """Whether an answer's text (so far) copies the request's words whole: once a string or a
-    number has written :data:`MIN_COPIED_WORD` or more characters of a request's word (case
-    aside), it goes on as some place of the request where that word is written (letter for
-    letter: :func:`_copies`), until the word ends there too — no closing quote after
-    "Christian" when the request says "Christianity", no ``500`` for "$5000", no "rs6034466"
-    for "rs6034464", no "dictIONArY" for "dictionary". Once the request's word is written, the
-    answer may go on as it likes ("detailed" of "detail"). Text the request does not write (its
-    own words, a date it converts, a code in capitals such as "EUR" for "Euros") is free. Only
-    the characters from ``since`` on are checked (those before were, as they were
-    written; a slip the model was left to make is not held against what follows it)."""
-    lower = _lowered(request)
-    for start, written, closed, numeric in _runs(value, final):
-        if start + len(written) < since:
-            continue  # closed before: checked as it was written
-        for k in range(max(MIN_COPIED_WORD, since - start), len(written)):
-            if _unfinished(request, lower, written[:k], numeric) and not _copies(
-                request, lower, written[: k + 1], numeric
-            ):
-                return False
-        if (
-            closed
-            and (final or start + len(written) >= since)
-            and _unfinished(request, lower, written, numeric)
-        ):
-            return False
-    return True
-
-
-@functools.lru_cache(maxsize=64)
-def _lowered(text: str) -> str:
-    return text.lower()
-
-
-_LISTED_ON = re.compile(r"(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|&)\s+|\s*&\s*)(?=\w)")
-"""What joins an item of a list the request writes to the next: a comma, "and", "or", "&"."""
-_LIST_END = re.compile(r"[^.;:!?]*?(?:\s(?:and|or)\s|&)")
-"""A comma lists on only where "and", "or" or "&" follows before the sentence ends ("tomatoes,
-lettuce and eggs"; not "mushrooms, vegetarian.")."""
-
-
-def _listed_on(request: str, end: int) -> bool:
-    joint = _LISTED_ON.match(request, end)
-    if joint is None:
-        return False
-    return "," not in joint.group() or _LIST_END.match(request, joint.end()) is not None
-
-
-def list_goes_on(request: str, value: str) -> bool:
-    """Whether a complete array answer stops where the request's list goes on: its last element
-    is a string the request writes as whole words (case aside) and, everywhere it does, a comma,
-    "and", "or" or "&" and another word follow ("chicken and mushrooms", "Microsoft and
-    Google"). A small sidecar often closes such a list after its first item; the target writes
-    them all."""
-    body = value.rstrip()
-    if not body.startswith("[") or not body.endswith("]") or not body[:-1].rstrip().endswith('"'):
-        return False
-    runs = _runs(body, True)
-    if not runs or not runs[-1][2]:
-        return False
-    item = runs[-1][1].strip().lower()
-    request = _lowered(request)
-    if len(item) < 2:
-        return False
-    ends = [
-        at + len(item)
-        for at in _word_starts(request, item)
-        if at + len(item) == len(request) or not request[at + len(item)].isalnum()
-    ]
-    return bool(ends) and all(_listed_on(request, end) for end in ends)
 
 
 MAX_LEADING_WS = 4
@@ -252,10 +102,11 @@ class ValueConstraint:
             place as the request gives it; a small sidecar adds a state or country of its own
             ("San Francisco, CA" for "in San Francisco"; docs/benchmarks.md §2.0zzz).
         words_from: the request's text, for a row :func:`copies_words`: the answer copies the
-            request's words whole (:func:`words_copied_whole`): a small sidecar stops a word
-            it copies early ("Christian" for "Christianity", ``500`` for "$5000") or slips
-            inside it ("rs6034466"), where the target copies it whole; and an array its lists
-            whole (:func:`list_goes_on`: no ``["chicken"]`` for "chicken and mushrooms").
+            request's words whole (:func:`~ooo_agent.sidecar.words.words_copied_whole`): a
+            small sidecar stops a word it copies early ("Christian" for "Christianity",
+            ``500`` for "$5000") or slips inside it ("rs6034466"), where the target copies it
+            whole; and an array its lists whole (:func:`~ooo_agent.sidecar.words.list_goes_on`:
+            no ``["chicken"]`` for "chicken and mushrooms").
 
     Implements :class:`~ooo_agent.decoding.constraint.TokenConstraint`.
     """

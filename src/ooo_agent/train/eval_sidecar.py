@@ -288,6 +288,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "without asking its row (WaveOptions.unnamed_nulls)",
         "--whole-words": "a typed row copies the request's words whole, never stopping or "
         "slipping inside one (WaveOptions.whole_words)",
+        "--request-case": "a string the sidecar capitalises where the request writes it in "
+        "lower case takes the request's case (WaveOptions.request_case)",
     }
     for flag, effect in steers.items():
         parser.add_argument(
@@ -420,6 +422,8 @@ def wave_fields(args: argparse.Namespace) -> SidecarDefaults:
         fields["unnamed_nulls"] = args.unnamed_nulls == "on"
     if args.whole_words != "auto":
         fields["whole_words"] = args.whole_words == "on"
+    if args.request_case != "auto":
+        fields["request_case"] = args.request_case == "on"
     return fields
 
 

@@ -1,0 +1,208 @@
+"""The request's own words in an argument row's answer: pure text rules, no model.
+
+A small sidecar copies the words of the request into its answers less faithfully than the
+target does. These rules say where it slips — a word stopped early ("Christian" of
+"Christianity": :func:`words_copied_whole`), a list closed after its first item
+(:func:`list_goes_on`), a common noun capitalised that the request writes in lower case
+(:func:`in_request_case`) — for :class:`~ooo_agent.sidecar.values.ValueConstraint` (token by
+token, in-process sidecars) and for the wave's assembler (an answer as it lands, any backend).
+No torch: a remote sidecar's waves use them too.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Collection
+
+__all__ = [
+    "MIN_COPIED_WORD",
+    "in_request_case",
+    "list_goes_on",
+    "words_copied_whole",
+]
+
+MIN_COPIED_WORD = 3
+"""Characters of a request's word an answer must have written before the word holds it
+(:func:`words_copied_whole`): shorter beginnings ("di", "20") start too many words to say
+which one is being copied."""
+
+
+def _word_starts(text: str, part: str, inside: Callable[[str], bool] = str.isalnum) -> list[int]:
+    """Where ``part`` occurs in ``text`` at the start of a word (no character ``inside`` a
+    word before it)."""
+    found, at = [], text.find(part)
+    while at >= 0:
+        if at == 0 or not inside(text[at - 1]):
+            found.append(at)
+        at = text.find(part, at + 1)
+    return found
+
+
+def _copies(request: str, lower: str, written: str, numeric: bool) -> list[int]:
+    """Where the request writes ``written`` as a copy would begin: where a word starts (a
+    number: no digit before it), letter for letter — a word's first letter in either case
+    ("New York" copies "new york"; "EURos" copies nothing of "Euros")."""
+    inside = str.isdigit if numeric else str.isalnum
+    return [
+        at
+        for at in _word_starts(lower, _fold(written), inside)
+        if all(
+            char == request[at + i] or (at + i == 0 or not request[at + i - 1].isalnum())
+            for i, char in enumerate(written)
+        )
+    ]
+
+
+def _unfinished(request: str, lower: str, written: str, numeric: bool) -> bool:
+    """``written`` ends inside a word it copies from ``request`` (:func:`_copies`): it ends with
+    at least :data:`MIN_COPIED_WORD` characters of a word (a number: digits), and every place it
+    copies goes on with more of that word ("Christian" of "Christianity", ``500`` of "$5000",
+    not ``5000`` of "5000m")."""
+    goes_on = str.isdigit if numeric else str.isalnum
+    tail = 0
+    while tail < len(written) and goes_on(written[-1 - tail]):
+        tail += 1
+    if tail < MIN_COPIED_WORD:
+        return False
+    places = _copies(request, lower, written, numeric)
+    end = len(written)
+    return bool(places) and all(
+        at + end < len(request) and goes_on(request[at + end]) for at in places
+    )
+
+
+def _runs(value: str, final: bool) -> list[tuple[int, str, bool, bool]]:
+    """The strings (their contents) and numbers of a JSON value's text, each with where it
+    starts, whether it is closed and whether it is a number; a number at the very end is closed
+    when ``final`` (the answer ends there)."""
+    runs: list[tuple[int, str, bool, bool]] = []
+    i, n = 0, len(value)
+    while i < n:
+        char = value[i]
+        if char == '"':
+            j, escaped = i + 1, False
+            while j < n and (escaped or value[j] != '"'):
+                escaped = not escaped and value[j] == "\\"
+                j += 1
+            runs.append((i + 1, value[i + 1 : j], j < n, False))
+            i = j + 1
+        elif char == "-" or char.isdigit():
+            j = i + 1
+            while j < n and (value[j].isdigit() or value[j] in ".eE+-"):
+                j += 1
+            runs.append((i, value[i:j], j < n or final, True))
+            i = j
+        else:
+            i += 1
+    return runs
+
+
+def words_copied_whole(request: str, value: str, *, final: bool = False, since: int = 0) -> bool:
+    """Whether an answer's text (so far) copies the request's words whole: once a string or a
+    number has written :data:`MIN_COPIED_WORD` or more characters of a request's word (case
+    aside), it goes on as some place of the request where that word is written (letter for
+    letter: :func:`_copies`), until the word ends there too — no closing quote after
+    "Christian" when the request says "Christianity", no ``500`` for "$5000", no "rs6034466"
+    for "rs6034464", no "dictIONArY" for "dictionary". Once the request's word is written, the
+    answer may go on as it likes ("detailed" of "detail"). Text the request does not write (its
+    own words, a date it converts, a code in capitals such as "EUR" for "Euros") is free. Only
+    the characters from ``since`` on are checked (those before were, as they were
+    written; a slip the model was left to make is not held against what follows it)."""
+    lower = _lowered(request)
+    for start, written, closed, numeric in _runs(value, final):
+        if start + len(written) < since:
+            continue  # closed before: checked as it was written
+        for k in range(max(MIN_COPIED_WORD, since - start), len(written)):
+            if _unfinished(request, lower, written[:k], numeric) and not _copies(
+                request, lower, written[: k + 1], numeric
+            ):
+                return False
+        if (
+            closed
+            and (final or start + len(written) >= since)
+            and _unfinished(request, lower, written, numeric)
+        ):
+            return False
+    return True
+
+
+@functools.lru_cache(maxsize=64)
+def _lowered(text: str) -> str:
+    return _fold(text)
+
+
+def _fold(text: str) -> str:
+    """``text`` in lower case, one character for one: a character whose lower case is longer
+    (the dotted capital I, "İ" → "i̇") stays as it is, so that places found in the folded text
+    are places in ``text``."""
+    folded = text.lower()
+    if len(folded) == len(text):
+        return folded
+    return "".join(low if len(low := char.lower()) == 1 else char for char in text)
+
+
+_LISTED_ON = re.compile(r"(?:\s*,\s*(?:and\s+|or\s+)?|\s+(?:and|or|&)\s+|\s*&\s*)(?=\w)")
+"""What joins an item of a list the request writes to the next: a comma, "and", "or", "&"."""
+_LIST_END = re.compile(r"[^.;:!?]*?(?:\s(?:and|or)\s|&)")
+"""A comma lists on only where "and", "or" or "&" follows before the sentence ends ("tomatoes,
+lettuce and eggs"; not "mushrooms, vegetarian.")."""
+
+
+def _listed_on(request: str, end: int) -> bool:
+    joint = _LISTED_ON.match(request, end)
+    if joint is None:
+        return False
+    return "," not in joint.group() or _LIST_END.match(request, joint.end()) is not None
+
+
+def list_goes_on(request: str, value: str) -> bool:
+    """Whether a complete array answer stops where the request's list goes on: its last element
+    is a string the request writes as whole words (case aside) and, everywhere it does, a comma,
+    "and", "or" or "&" and another word follow ("chicken and mushrooms", "Microsoft and
+    Google"). A small sidecar often closes such a list after its first item; the target writes
+    them all."""
+    body = value.rstrip()
+    if not body.startswith("[") or not body.endswith("]") or not body[:-1].rstrip().endswith('"'):
+        return False
+    runs = _runs(body, True)
+    if not runs or not runs[-1][2]:
+        return False
+    item = _fold(runs[-1][1].strip())
+    request = _lowered(request)
+    if len(item) < 2:
+        return False
+    ends = [
+        at + len(item)
+        for at in _word_starts(request, item)
+        if at + len(item) == len(request) or not request[at + len(item)].isalnum()
+    ]
+    return bool(ends) and all(_listed_on(request, end) for end in ends)
+
+
+def in_request_case(request: str, value: str, keep: Collection[str] = ()) -> str:
+    """An answer's text with each string it writes in capitals where the request writes the same
+    words in lower case alone, written as the request does: ``"marble"`` for the sidecar's
+    ``"Marble"`` of "a sculpture made of marble", ``["tomatoes", "pet food"]`` for
+    ``["Tomatoes","Pet food"]``. A small sidecar capitalises the common nouns it copies; the
+    target copies them as written (docs/benchmarks.md). Left as they are: a string in capitals
+    alone (a code: ``"CAN"``, ``"USD"``), one the request writes with a capital somewhere
+    ("Empire State building", a sentence's first word), one it does not write whole, and one
+    of ``keep`` (the parameter's options as the tool writes them: "Type of food like Sushi.").
+    Only the case changes, so the text keeps its length and its JSON."""
+    request_lower = _lowered(request)
+    out = list(value)
+    for start, written, closed, numeric in _runs(value, True):
+        if numeric or not closed or "\\" in written or written in keep:
+            continue
+        if written == written.lower() or not any(c.islower() for c in written):
+            continue  # nothing in capitals, or capitals alone
+        folded = _fold(written)
+        places = [
+            at
+            for at in _word_starts(request_lower, folded)
+            if at + len(folded) == len(request) or not request[at + len(folded)].isalnum()
+        ]
+        if places and all(request[at : at + len(folded)] == folded for at in places):
+            out[start : start + len(written)] = folded
+    return "".join(out)
