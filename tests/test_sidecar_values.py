@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from ooo_agent.sidecar.values import ValueConstraint, comma_free_place, copies_words
-from ooo_agent.sidecar.words import in_request_case, list_goes_on, words_copied_whole
+from ooo_agent.sidecar.words import in_request_case, list_goes_on, word_rest, words_copied_whole
 
 VOCAB = [*'"ab12.[], nutrelxL', "<end>"]  # one character a token, then the end of the turn
 END = VOCAB.index("<end>")
@@ -236,6 +236,52 @@ def test_a_word_copied_from_the_request_is_copied_whole() -> None:
     # without the request's text the row is free
     free = ValueConstraint({"type": "string"}, _decode, stop_ids={END})
     assert _pick(free, '"lab', ['"', "e"]) == '"'
+
+
+@pytest.mark.parametrize(
+    ("value", "rest"),
+    [
+        ('"lab', "el"),  # of "Label": the word's first letter in either case
+        ('["x", "tab', "le"),  # an array's last item
+        ("122", "1"),  # a number: its digits
+        ('"label', ""),  # the word is whole
+        ('"la', ""),  # too short to say which word
+        ('"lab"', ""),  # closed: nothing to finish (the rule refuses it instead)
+        ('"xyz', ""),  # no word of the request's
+        ("", ""),
+    ],
+)
+def test_the_rest_of_a_word_an_answer_stops_inside(value: str, rest: str) -> None:
+    assert word_rest("A Label, a table, 1221", value) == rest
+
+
+def test_a_word_is_finished_where_no_likely_token_finishes_it() -> None:
+    """Where no token among the ``max_candidates`` best finishes a word the answer stops
+    inside, the first token of its rest is taken (with ``encode``); without, the model's own."""
+    schema = {"type": "string"}
+    finishing = ValueConstraint(
+        schema, _decode, stop_ids={END}, words_from="A Label, x", max_candidates=1, encode=_ids
+    )
+    assert _pick(finishing, '"lab', ['"']) == "e"
+    assert _pick(finishing, '"labe', ['"']) == "l"
+    assert _pick(finishing, '"label', ['"']) == '"'  # whole: the model's own
+    assert finishing.overrides == 2
+    alone = ValueConstraint(
+        schema, _decode, stop_ids={END}, words_from="A Label, x", max_candidates=1
+    )
+    assert _pick(alone, '"lab', ['"']) == '"'  # gives way, as before
+    # the rest's first token must be allowed too (here a comma, in a row that takes none)
+    commas = ValueConstraint(
+        schema,
+        _decode,
+        stop_ids={END},
+        words_from="A Label, x",
+        commas_from="",
+        max_candidates=1,
+        encode=lambda text: _ids(","),
+    )
+    assert _pick(commas, '"lab', ['"']) == '"'
+    assert commas.overrides == 0
 
 
 @pytest.mark.parametrize(

@@ -374,6 +374,7 @@ class HFSidecar:
                     null_ok=not needs_value,
                     commas_from=row_commas,
                     words_from=row_words,
+                    encode=self.generator.encode,
                 )
         steered = required_values or mentioned_values
         return (bans if steered else None), (constraints if typed_values else None)

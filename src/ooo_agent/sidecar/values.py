@@ -29,7 +29,7 @@ import torch
 from ooo_agent.decoding.constraint import runner_up
 from ooo_agent.formats._scan import INCOMPLETE, INVALID, ValueShape, json_value_end
 from ooo_agent.sidecar.slots import normalize_schema
-from ooo_agent.sidecar.words import list_goes_on, words_copied_whole
+from ooo_agent.sidecar.words import list_goes_on, word_rest, words_copied_whole
 
 __all__ = [
     "ValueConstraint",
@@ -107,6 +107,12 @@ class ValueConstraint:
             ``500`` for "$5000") or slips inside it ("rs6034466"), where the target copies it
             whole; and an array its lists whole (:func:`~ooo_agent.sidecar.words.list_goes_on`:
             no ``["chicken"]`` for "chicken and mushrooms").
+        encode: text → token ids, as the sidecar's tokenizer encodes it (no special tokens):
+            with ``words_from``, where no token among the ``max_candidates`` best finishes a
+            word the answer stops inside, the first token of the rest of that word is taken
+            (:func:`~ooo_agent.sidecar.words.word_rest`: ``"unit`` goes on with ``s`` for the
+            request's "units"; a model that wrote the word's beginning as one token rarely
+            ranks such a piece high).
 
     Implements :class:`~ooo_agent.decoding.constraint.TokenConstraint`.
     """
@@ -121,6 +127,7 @@ class ValueConstraint:
         max_candidates: int = 512,
         commas_from: str | None = None,
         words_from: str | None = None,
+        encode: Callable[[str], Sequence[int]] | None = None,
     ) -> None:
         if max_candidates < 1:
             raise ValueError(f"max_candidates must be at least 1, not {max_candidates}")
@@ -128,6 +135,7 @@ class ValueConstraint:
         self.commas_from = commas_from.lower() if commas_from is not None else None
         self.words_from = words_from
         self.decode = decode
+        self.encode = encode
         self.stop_ids = frozenset(stop_ids)
         self.null_ok = null_ok
         self.max_candidates = max_candidates
@@ -157,9 +165,22 @@ class ValueConstraint:
             logits, greedy, lambda t: self._allowed(text, generated, t), blank, self.max_candidates
         )
         if token is None:
+            token = self._finishing(text, generated)
+        if token is None:
             return greedy
         self.overrides += 1
         return token
+
+    def _finishing(self, text: str, generated: Sequence[int]) -> int | None:
+        """The first token of the rest of the request's word the answer stops inside, where
+        the rule allows it (``encode`` and ``words_from`` given); else None."""
+        if self.encode is None or self.words_from is None:
+            return None
+        rest = word_rest(self.words_from, text.lstrip())
+        ids = self.encode(rest) if rest else ()
+        if not ids or not self._allowed(text, generated, ids[0]):
+            return None
+        return int(ids[0])
 
     def _allowed(self, text: str, generated: Sequence[int], token: int) -> bool:
         if token in self.stop_ids:

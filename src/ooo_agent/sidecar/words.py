@@ -19,6 +19,7 @@ __all__ = [
     "MIN_COPIED_WORD",
     "in_request_case",
     "list_goes_on",
+    "word_rest",
     "words_copied_whole",
 ]
 
@@ -127,6 +128,26 @@ def words_copied_whole(request: str, value: str, *, final: bool = False, since: 
     return True
 
 
+def word_rest(request: str, value: str) -> str:
+    """The rest of the request's word an answer's text (so far) stops inside: where its last
+    string or number, still open, has written :data:`MIN_COPIED_WORD` or more characters of a
+    word the request writes and every place it copies goes on (:func:`words_copied_whole`
+    would refuse to end it there), the characters from there to that word's end at the first
+    such place (``"s"`` for ``"unit`` and "10 units"); else ``""``."""
+    runs = _runs(value, False)
+    if not runs or runs[-1][2]:
+        return ""
+    _, written, _, numeric = runs[-1]
+    lower = _lowered(request)
+    if not _unfinished(request, lower, written, numeric):
+        return ""
+    goes_on = str.isdigit if numeric else str.isalnum
+    start = end = _copies(request, lower, written, numeric)[0] + len(written)
+    while end < len(request) and goes_on(request[end]):
+        end += 1
+    return request[start:end]
+
+
 @functools.lru_cache(maxsize=64)
 def _lowered(text: str) -> str:
     return _fold(text)
@@ -181,8 +202,8 @@ def list_goes_on(request: str, value: str) -> bool:
 
 
 def in_request_case(request: str, value: str, keep: Collection[str] = ()) -> str:
-    """An answer's text with each string it writes in capitals where the request writes the same
-    words in lower case alone, written as the request does: ``"marble"`` for the sidecar's
+    """An answer's text with each string it writes with a capital where the request writes the
+    same words whole and only in lower case, written as the request does: ``"marble"`` for the sidecar's
     ``"Marble"`` of "a sculpture made of marble", ``["tomatoes", "pet food"]`` for
     ``["Tomatoes","Pet food"]``. A small sidecar capitalises the common nouns it copies; the
     target copies them as written (docs/benchmarks.md). Left as they are: a string in capitals
