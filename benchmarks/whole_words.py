@@ -30,12 +30,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ooo_agent.decoding.conventions import free_string
-from ooo_agent.decoding.mentions import options
 from ooo_agent.sidecar.relevance import user_text
 from ooo_agent.sidecar.slots import parameter_schemas
 from ooo_agent.sidecar.values import copies_words
-from ooo_agent.sidecar.words import in_request_case, list_goes_on, words_copied_whole
+from ooo_agent.sidecar.words import case_kept, in_request_case, list_goes_on, words_copied_whole
 
 
 def _target_tool(label: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]] | None:
@@ -101,9 +99,9 @@ def _cased_rows(
         return
     index, schemas = found
     for param, schema in schemas.items():
-        items = schema.get("items") if isinstance(schema, Mapping) else None
-        if free_string(schema) or free_string(items):
-            yield index, param, (*options(schema), *options(items))
+        keep = case_kept(schema)
+        if keep is not None:
+            yield index, param, keep
 
 
 def case_rows(

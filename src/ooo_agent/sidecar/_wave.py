@@ -28,7 +28,7 @@ from ooo_agent.sidecar.rows import (
     tool_signatures,
 )
 from ooo_agent.sidecar.slots import SlotCheck, slot_checker
-from ooo_agent.sidecar.words import in_request_case
+from ooo_agent.sidecar.words import case_kept, in_request_case
 
 __all__ = [
     "CONTENT_FREE_MESSAGES",
@@ -281,10 +281,8 @@ class WavePlan:
 def _cased_rows(
     request: SidecarRequest, rows: Sequence[SemanticRow]
 ) -> tuple[dict[str, tuple[str, ...]], str]:
-    """The argument rows whose answers take the request's case (a free string or an array of
-    free strings, by key, with their parameter's options) and the user's words."""
-    from ooo_agent.decoding.conventions import free_string
-    from ooo_agent.decoding.mentions import options
+    """The argument rows whose answers take the request's case (by key, with their parameter's
+    options: :func:`~ooo_agent.sidecar.words.case_kept`) and the user's words."""
     from ooo_agent.sidecar.relevance import user_text
     from ooo_agent.sidecar.slots import parameter_schemas
 
@@ -292,10 +290,9 @@ def _cased_rows(
     for row in rows:
         if row.kind != "argument_value" or row.function_index is None or row.param is None:
             continue
-        schema = parameter_schemas(request.tools[row.function_index]).get(row.param)
-        items = schema.get("items") if isinstance(schema, Mapping) else None
-        if free_string(schema) or free_string(items):
-            cased[row.key] = (*options(schema), *options(items))
+        keep = case_kept(parameter_schemas(request.tools[row.function_index]).get(row.param))
+        if keep is not None:
+            cased[row.key] = keep
     return cased, (user_text(request.messages) if cased else "")
 
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
+from typing import Any
 
 __all__ = [
     "MIN_COPIED_WORD",
+    "case_kept",
     "in_request_case",
     "list_goes_on",
     "word_rest",
@@ -193,18 +195,37 @@ def list_goes_on(request: str, value: str) -> bool:
     request = _lowered(request)
     if len(item) < 2:
         return False
-    ends = [
-        at + len(item)
-        for at in _word_starts(request, item)
-        if at + len(item) == len(request) or not request[at + len(item)].isalnum()
-    ]
+    ends = [at + len(item) for at in _whole_words(request, item)]
     return bool(ends) and all(_listed_on(request, end) for end in ends)
+
+
+def _whole_words(text: str, part: str) -> list[int]:
+    """Where ``part`` stands in ``text`` as whole words (a word starts there and ends after it)."""
+    end = len(part)
+    return [
+        at
+        for at in _word_starts(text, part)
+        if at + end == len(text) or not text[at + end].isalnum()
+    ]
+
+
+def case_kept(schema: Any) -> tuple[str, ...] | None:
+    """For a parameter whose answers take the request's case (:func:`in_request_case`: a free
+    string or an array of free strings), the options its schema writes, kept as the tool writes
+    them; ``None`` for any other parameter."""
+    from ooo_agent.decoding.conventions import free_string
+    from ooo_agent.decoding.mentions import options
+
+    items = schema.get("items") if isinstance(schema, Mapping) else None
+    if not (free_string(schema) or free_string(items)):
+        return None
+    return (*options(schema), *options(items))
 
 
 def in_request_case(request: str, value: str, keep: Collection[str] = ()) -> str:
     """An answer's text with each string it writes with a capital where the request writes the
-    same words whole and only in lower case, written as the request does: ``"marble"`` for the sidecar's
-    ``"Marble"`` of "a sculpture made of marble", ``["tomatoes", "pet food"]`` for
+    same words whole and only in lower case, written as the request does: ``"marble"`` for the
+    sidecar's ``"Marble"`` of "a sculpture made of marble", ``["tomatoes", "pet food"]`` for
     ``["Tomatoes","Pet food"]``. A small sidecar capitalises the common nouns it copies; the
     target copies them as written (docs/benchmarks.md). Left as they are: a string in capitals
     alone (a code: ``"CAN"``, ``"USD"``), one the request writes with a capital somewhere
@@ -219,11 +240,7 @@ def in_request_case(request: str, value: str, keep: Collection[str] = ()) -> str
         if written == written.lower() or not any(c.islower() for c in written):
             continue  # nothing in capitals, or capitals alone
         folded = _fold(written)
-        places = [
-            at
-            for at in _word_starts(request_lower, folded)
-            if at + len(folded) == len(request) or not request[at + len(folded)].isalnum()
-        ]
+        places = _whole_words(request_lower, folded)
         if places and all(request[at : at + len(folded)] == folded for at in places):
             out[start : start + len(written)] = folded
     return "".join(out)
