@@ -3,8 +3,10 @@
 The check behind ``WaveOptions(whole_words=True)`` (docs/benchmarks.md
 §2.0zzzzzzzzzzzzzzzzzz). For each value of the target's labelled calls in a row the rule holds
 (``copies_words``: a free string, a number, an array of them) it asks whether the rule would
-have let the target write it: its words copied whole (``words_copied_whole``) and, for an
-array, its list (``list_goes_on``) — no model, only label files:
+have let the target write it: its words copied whole (``words_copied_whole``), for an
+array its list (``list_goes_on``), no string led by a space (``space_led``) and a date it
+writes one the request states (``dates_stated``, §2.0zzzzzzzzzzzzzzzzzzzz) — no model, only
+label files:
 
     python benchmarks/whole_words.py runs/sidecar-data6/labels.jsonl runs/sidecar-data13/labels.jsonl
 
@@ -30,10 +32,19 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ooo_agent.sidecar.relevance import user_text
+from ooo_agent.sidecar.relevance import relevance_terms, user_text
 from ooo_agent.sidecar.slots import parameter_schemas
 from ooo_agent.sidecar.values import copies_words
-from ooo_agent.sidecar.words import case_kept, in_request_case, list_goes_on, words_copied_whole
+from ooo_agent.sidecar.words import (
+    case_kept,
+    dates_stated,
+    described_date_form,
+    in_request_case,
+    list_goes_on,
+    space_led,
+    stated_dates,
+    words_copied_whole,
+)
 
 
 def _target_tool(label: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]] | None:
@@ -49,7 +60,9 @@ def _target_tool(label: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]] | No
 
 def refused(labels: Iterable[Mapping[str, Any]]) -> Iterator[tuple[str, str, str, str]]:
     """``(kind, id, parameter, value)`` for each value the rule holds: kind ``ok``, ``word``
-    (its words refused) or ``list`` (an array closed where the request's list goes on)."""
+    (its words refused), ``list`` (an array closed where the request's list goes on),
+    ``space`` (a string led by whitespace) or ``date`` (a date the request does not state,
+    where it states one)."""
     for label in labels:
         found = _target_tool(label)
         if found is None:
@@ -57,14 +70,21 @@ def refused(labels: Iterable[Mapping[str, Any]]) -> Iterator[tuple[str, str, str
         schemas = found[1]
         text = user_text(label["messages"])
         for param, value in label["target_call"]["arguments"].items():
-            if not copies_words(schemas.get(param)):
+            schema = schemas.get(param)
+            if schema is None or not copies_words(schema):
                 continue
+            form = described_date_form(schema.get("description"))
+            dates = stated_dates(text, as_written=True, form=form)
             written = json.dumps(value, ensure_ascii=False)
             kind = "ok"
             if not words_copied_whole(text, written, final=True):
                 kind = "word"
             elif isinstance(value, list) and list_goes_on(text, written):
                 kind = "list"
+            elif space_led(written):
+                kind = "space"
+            elif not dates_stated(dates, written, date_row="date" in relevance_terms(param)):
+                kind = "date"
             yield kind, str(label.get("id", "")), param, written
 
 
@@ -192,8 +212,11 @@ def main(argv: list[str] | None = None) -> int:
     lists = [f for f in found if f[3].startswith("[")]
     words = sum(kind == "word" for kind, *_ in found)
     closed = sum(kind == "list" for kind, *_ in found)
+    spaced = sum(kind == "space" for kind, *_ in found)
+    dated = sum(kind == "date" for kind, *_ in found)
     print(f"values held {len(found)}: words refused {words}")
     print(f"arrays held {len(lists)}: closed where the request's list goes on {closed}")
+    print(f"led by a space {spaced}; a date the request does not state {dated}")
     if args.show:
         for kind, ident, param, written in found:
             if kind != "ok":

@@ -635,6 +635,7 @@ HOTEL = {
                 "guests": {"type": "array", "items": {"type": "string"}, "maxItems": 2},
                 "rooms": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
                 "nights": {"type": "array", "items": {"type": "integer"}},
+                "codes": {"type": "array", "items": {"type": "string", "pattern": "^[A-Z]{2}-"}},
                 "notes": {"type": "object"},
             },
         },
@@ -660,6 +661,10 @@ HOTEL = {
         ('{"rooms": [101, 101]', False),  # uniqueItems
         ('{"rooms": [1, 1.0]', False),  # JSON's equality: one number (and not an integer)
         ('{"nights": [2, 2, 2]}', True),
+        ('{"codes": ["AB-1", "C', True),
+        ('{"codes": ["AB-1", "c', False),  # each element held to the items' pattern
+        ('{"codes": ["AB-1", "ABC', False),
+        ('{"codes": ["AB"]', False),  # a closed element must match
         ('{"notes": {"a": 1, "b": {"a": 2}}}', True),
         ('{"notes": {"a": 1, "a"', False),  # a key twice in a nested object
         ('{"notes": {"a": [{"x": 1}, {"x": 2}]}}', True),  # one key per object

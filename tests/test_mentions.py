@@ -213,6 +213,17 @@ def test_quotes_pair_up_and_apostrophes_start_none() -> None:
         ("year", {"type": "integer"}, "turtles at 2020.5 m", False),
         ("year", {"type": "integer"}, "5000 turtles", False),
         ("year", {"type": "integer"}, "a 2020% rise", False),
+        # a count of a unit ("The number of years ..."), a rate unit ("in beats per minute")
+        ("period", {"type": "integer", "description": "The number of years to forecast."}, "for the next 5 years", True),
+        ("period", {"type": "integer", "description": "The number of years to forecast."}, "over the next years", False),
+        ("period", {"type": "integer", "description": "The number of apples."}, "5 apples", False),  # no unit
+        ("tempo", {"type": "integer", "description": "The tempo, in beats per minute."}, "at 120 beats per minute", True),
+        ("tempo", {"type": "integer", "description": "The tempo, in beats per minute."}, "at 120 beats", False),
+        # a date for a date parameter, where the request states one
+        ("date", {"type": "string"}, "the rate on January 1, 2022", True),
+        ("start_date", {"type": "string"}, "from 10th December 2022", True),
+        ("date", {"type": "string"}, "the rate in 2022", False),  # a year is no date
+        ("update", {"type": "string"}, "on January 1, 2022", False),  # "update" is no date
     ],
 )
 def test_an_optional_parameter_named_by_its_value(

@@ -9,7 +9,15 @@ import pytest
 import torch
 
 from ooo_agent.sidecar.values import ValueConstraint, comma_free_place, copies_words
-from ooo_agent.sidecar.words import in_request_case, list_goes_on, word_rest, words_copied_whole
+from ooo_agent.sidecar.words import (
+    dates_stated,
+    described_date_form,
+    in_request_case,
+    list_goes_on,
+    stated_dates,
+    word_rest,
+    words_copied_whole,
+)
 
 VOCAB = [*'"ab12.[], nutrelxL', "<end>"]  # one character a token, then the end of the turn
 END = VOCAB.index("<end>")
@@ -358,3 +366,120 @@ def test_an_array_row_lists_the_requests_items_whole() -> None:
     assert _pick(held, '["tub"', ["]", ","]) == "]"  # the comma starts no list
     assert held.complete('["tea", "ale"]') and not held.complete('["tea"]')
     assert held.complete('["tea"]', since=len('["tea"]'))  # checked when "]" was written
+
+
+@pytest.mark.parametrize(
+    ("request_text", "dates"),
+    [
+        ("Einstein's contribution on March 17, 1915?", ("1915-03-17",)),
+        ("the price at closing March.11, 2022.", ("2022-03-11",)),
+        ("this weekend, Jun.20,2023.", ("2023-06-20",)),
+        ("from 2023 April 4th to April 8th?", ("2023-04-04", "2023-04-08")),  # the year before
+        ("from July 10 to July 20, 2022", ("2022-07-10", "2022-07-20")),  # the year after
+        ("starting from 15th October,2023", ("2023-10-15",)),
+        ("from 10th of December 2022", ("2022-12-10",)),
+        ("the air in London 2022/08/16?", ("2022-08-16",)),
+        ("born 01-01-1980", ("1980-01-01",)),  # month first
+        ("It may 5 people, in 2022", ()),  # "may" the verb: no ordinal, "of" or year with it
+        ("on April 8th", ()),  # no year written
+        ("the 2021 season", ()),
+        ("on 2022-13-01", ()),  # no 13th month
+        ("walk a March 10 miles in 2022", ()),  # "march" the verb, as "may"
+    ],
+)
+def test_the_dates_a_request_states(request_text: str, dates: tuple[str, ...]) -> None:
+    assert stated_dates(request_text) == dates
+
+
+@pytest.mark.parametrize(
+    ("value", "since", "kept"),
+    [
+        ('"2015', 0, True),  # four digits: a year, a number — not yet a date
+        ('"2015-', 0, False),  # a date the request does not state
+        ('"1915-03-1', 0, True),
+        ('"1915-03-17"', 0, True),
+        ('"1915-03-17 10:00"', 0, True),  # a time after the date
+        ('"1915-03-171', 0, False),
+        ('["1915-03-17", "2015-', 14, False),  # each string of an array
+        ('"2015-03-17"', 11, True),  # a slip left to the model before: not held against it
+        ("2015", 0, True),  # a number is no date
+        ('"Paris"', 0, True),
+    ],
+)
+def test_a_date_written_is_one_the_request_states(value: str, since: int, kept: bool) -> None:
+    assert dates_stated(("1915-03-17",), value, since=since) is kept
+    assert dates_stated((), value, since=since)  # the request states none: free
+
+
+@pytest.mark.parametrize(
+    ("value", "kept"),
+    [
+        ('"2015', False),  # in a date row the digits say "date" from the first
+        ('"20150317"', False),
+        ('"19', True),
+        ('"1915-03-17"', True),
+        ('"March 17, 1915"', True),  # a date written in words: left to the model
+    ],
+)
+def test_a_date_row_is_held_from_its_first_digit(value: str, kept: bool) -> None:
+    assert dates_stated(("1915-03-17",), value, date_row=True) is kept
+
+
+def test_a_date_may_be_copied_as_the_request_writes_it() -> None:
+    said = "born 01-01-1980, from 1st June 2022."
+    assert stated_dates(said) == ("1980-01-01", "2022-06-01")
+    dates = stated_dates(said, as_written=True)
+    assert set(dates) == {"1980-01-01", "01-01-1980", "2022-06-01", "1st June 2022"}
+    for value in ('"01-01-1980"', '"1980-01-01"', '"1st June 2022"', '"2022-06-01"'):
+        assert dates_stated(dates, value, date_row=True)
+    assert not dates_stated(dates, '"02-01', date_row=True)
+    assert not dates_stated(dates, '"01-06-2022"', date_row=True)  # a form nobody asked for
+    # the form the parameter's description asks for
+    form = described_date_form("The check-in date, in the format of DD-MM-YYYY.")
+    assert form == "dd-mm-yyyy"
+    assert "01-06-2022" in stated_dates(said, as_written=True, form=form)
+    assert described_date_form("Date (yyyy-mm-dd).") == "yyyy-mm-dd"
+    assert described_date_form("A code like mm-mm-yyyy") is None
+    assert described_date_form(None) is None
+
+
+def test_a_date_row_takes_the_stated_date() -> None:
+    vocab = [*'"0123456789-', "<end>"]
+    end = vocab.index("<end>")
+
+    def decode(ids: Sequence[int]) -> str:
+        return "".join(vocab[i] for i in ids if i != end)
+
+    held = ValueConstraint(
+        {"type": "string"}, decode, stop_ids={end}, words_from="on March 17, 1915 and May 2nd"
+    )
+    assert {"1915-03-17", "1915-05-02"} <= set(held.dates)  # and as written: "May 2nd"
+    ids = [vocab.index(c) for c in '"201']
+    logits = torch.zeros(len(vocab))
+    logits[vocab.index("5")] = 3.0  # the sidecar's "2015-03-17" ...
+    logits[vocab.index("-")] = 2.0
+    logits[vocab.index("9")] = 1.0
+    assert vocab[held.choose(ids, logits, int(logits.argmax()))] == "5"  # "2015" may be a year
+    ids = [vocab.index(c) for c in '"2015']
+    assert vocab[held.choose(ids, logits, int(logits.argmax()))] != "-"  # ... but no date
+    ids = [vocab.index(c) for c in '"191']
+    assert vocab[held.choose(ids, logits, int(logits.argmax()))] == "5"
+    ids = [vocab.index(c) for c in '"1915-0']
+    logits = torch.zeros(len(vocab))
+    logits[vocab.index("4")], logits[vocab.index("5")] = 2.0, 1.0
+    assert vocab[held.choose(ids, logits, int(logits.argmax()))] == "5"  # May, not April
+
+
+def test_a_copied_string_starts_with_no_space() -> None:
+    """A copy of the request's words starts with none (the sidecar's ``" Edinburgh"`` never
+    matches the target's ``"Edinburgh"``); inside the text a space is free."""
+    held = ValueConstraint({"type": "string"}, _decode, stop_ids={END}, words_from="a b")
+    assert _pick(held, '"', [" ", "a"]) == "a"
+    assert _pick(held, '"a', [" ", "b"]) == " "
+    assert held.complete('""') and not held.complete('" a"')
+    listed = ValueConstraint(
+        {"type": "array", "items": {"type": "string"}}, _decode, stop_ids={END}, words_from="a b"
+    )
+    assert _pick(listed, '["a", "', [" ", "b"]) == "b"
+    free = ValueConstraint({"type": "string"}, _decode, stop_ids={END})  # no request: free
+    assert _pick(free, '"', [" ", "a"]) == " "

@@ -35,6 +35,9 @@ LABELS = [
     _label("e", "Chicken and rice, please", LIST, ["chicken", "rice"]),  # ok
     _label("f", "In Christianity's history", {"type": "string", "enum": ["Christian"]}, "x"),
     _label("g", "Weather in Paris", STRING, "Paris"),
+    _label("i", "Weather in Paris", STRING, " Paris"),  # led by a space
+    _label("j", "On March 17, 1915", STRING, "2015-03-17"),  # a date not stated
+    _label("k", "On March 17, 1915", STRING, "17-03-1915"),  # the stated date, another form
     {"id": "h", "messages": [], "tools": [], "target_call": None},  # no call
 ]
 
@@ -44,7 +47,8 @@ def test_refused_values_and_lists() -> None:
     found = [(kind, ident) for kind, ident, *_ in module.refused(LABELS)]
     # the enum row is not held; the rest are, in order
     assert found == [
-        ("ok", "a"), ("word", "b"), ("word", "c"), ("list", "d"), ("ok", "e"), ("ok", "g")
+        ("ok", "a"), ("word", "b"), ("word", "c"), ("list", "d"), ("ok", "e"), ("ok", "g"),
+        ("space", "i"), ("date", "j"), ("ok", "k"),
     ]  # fmt: skip
 
 
@@ -84,8 +88,9 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     labels.write_text("".join(json.dumps(row) + "\n" for row in LABELS), encoding="utf-8")
     assert module.main([str(labels), "--show"]) == 0
     out = capsys.readouterr().out
-    assert "values held 6: words refused 2" in out
+    assert "values held 9: words refused 2" in out
     assert "arrays held 2: closed where the request's list goes on 1" in out
+    assert "led by a space 1; a date the request does not state 1" in out
     assert 'word b x: "Christian"' in out and "list d x" in out
     report = tmp_path / "report.json"
     report.write_text(json.dumps({"predictions": [{"id": "g", "answers": {"0.x": '"paris"'}}]}))
@@ -94,4 +99,4 @@ def test_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert module.main([str(labels), "--case", str(report)]) == 0  # lower case stays
     assert "(lower): rows gained 0, lost 0" in capsys.readouterr().out
     assert module.main([str(labels), "--case-target", "--show"]) == 0
-    assert "rows the rule rewrites 5: it would rewrite 0" in capsys.readouterr().out
+    assert "rows the rule rewrites 8: it would rewrite 0" in capsys.readouterr().out

@@ -57,6 +57,8 @@ class ArrayItems:
     choice among options, where naming one twice says nothing more)."""
     max_items: int | None = None
     """``maxItems``."""
+    pattern: StringPattern | None = None
+    """The ``pattern`` of string elements (``items`` set one)."""
 
     def __bool__(self) -> bool:
         return self != ArrayItems()  # says something of the elements
@@ -318,6 +320,7 @@ def _array_items(schema: Any) -> ArrayItems:
         enum=enum,
         distinct=schema.get("uniqueItems") is True or enum is not None,
         max_items=bound if isinstance(bound, int) and not isinstance(bound, bool) else None,
+        pattern=StringPattern.of(schema.get("items")),
     )
 
 
@@ -499,7 +502,8 @@ def _kind_fits(text: str, kinds: frozenset[str]) -> bool:
 
 def _items_fit(text: str, items: ArrayItems) -> bool:
     """Whether the elements written so far of the array beginning ``text`` can be of the
-    item kinds, among the item enum, none repeating an earlier one when they are distinct,
+    item kinds, among the item enum, matching the item pattern (a string's), none repeating an
+    earlier one when they are distinct,
     no more of them than ``maxItems`` (a distinct enum array: than the enum has values) — a
     comma after the last element allowed is refused. (The array's own well-formedness is
     :func:`json_value_end`'s business.)"""
@@ -525,6 +529,8 @@ def _items_fit(text: str, items: ArrayItems) -> bool:
         if enum is not None and items.distinct:
             enum = tuple(e for e in enum if not any(_same(e, s) for s in seen))
         if enum is not None and not _among(written, complete, enum):
+            return False
+        if items.pattern is not None and not items.pattern.admits(written, complete):
             return False
         if not complete:
             return True

@@ -29,7 +29,14 @@ import torch
 from ooo_agent.decoding.constraint import runner_up
 from ooo_agent.formats._scan import INCOMPLETE, INVALID, ValueShape, json_value_end
 from ooo_agent.sidecar.slots import normalize_schema
-from ooo_agent.sidecar.words import list_goes_on, word_rest, words_copied_whole
+from ooo_agent.sidecar.words import (
+    dates_stated,
+    list_goes_on,
+    space_led,
+    stated_dates,
+    word_rest,
+    words_copied_whole,
+)
 
 __all__ = [
     "ValueConstraint",
@@ -106,7 +113,17 @@ class ValueConstraint:
             small sidecar stops a word it copies early ("Christian" for "Christianity",
             ``500`` for "$5000") or slips inside it ("rs6034466"), where the target copies it
             whole; and an array its lists whole (:func:`~ooo_agent.sidecar.words.list_goes_on`:
-            no ``["chicken"]`` for "chicken and mushrooms").
+            no ``["chicken"]`` for "chicken and mushrooms"); and a string it writes as an ISO
+            date (``"2015-``) is one the request states, where it states any
+            (:func:`~ooo_agent.sidecar.words.dates_stated`: not "2015-03-17" for "March 17,
+            1915"); and no string starts with whitespace (:func:`~ooo_agent.sidecar.words.space_led`:
+            not ``" Edinburgh"``).
+        date_row: with ``words_from``, the row is a parameter named *date* (``date``,
+            ``start_date``…): a string that starts with a digit is held to the stated dates
+            from its first digit, not only once a hyphen follows four of them.
+        date_form: the numeric form the parameter's description asks dates in
+            (:func:`~ooo_agent.sidecar.words.described_date_form`: ``"mm-dd-yyyy"``): the
+            stated dates in that form are allowed too.
         encode: text → token ids, as the sidecar's tokenizer encodes it (no special tokens):
             with ``words_from``, where no token among the ``max_candidates`` best finishes a
             word the answer stops inside, the first token of the rest of that word is taken
@@ -128,12 +145,20 @@ class ValueConstraint:
         commas_from: str | None = None,
         words_from: str | None = None,
         encode: Callable[[str], Sequence[int]] | None = None,
+        date_row: bool = False,
+        date_form: str | None = None,
     ) -> None:
         if max_candidates < 1:
             raise ValueError(f"max_candidates must be at least 1, not {max_candidates}")
         self.shape = ValueShape.of(normalize_schema(schema))
         self.commas_from = commas_from.lower() if commas_from is not None else None
         self.words_from = words_from
+        self.dates = (
+            stated_dates(words_from, as_written=True, form=date_form)
+            if words_from is not None
+            else ()
+        )
+        self.date_row = date_row
         self.decode = decode
         self.encode = encode
         self.stop_ids = frozenset(stop_ids)
@@ -240,10 +265,15 @@ class ValueConstraint:
         self, value: str, *, complete: bool = False, final: bool = False, since: int = 0
     ) -> bool:
         """With ``words_from``: the answer (so far) copies the request's words whole, and a
-        ``complete`` one its list."""
+        ``complete`` one its list; a date it writes is one the request states; no string starts
+        with whitespace."""
         if self.words_from is None:
             return True
         if not words_copied_whole(self.words_from, value, final=final, since=since):
+            return False
+        if space_led(value, since=since):
+            return False
+        if not dates_stated(self.dates, value, since=since, date_row=self.date_row):
             return False
         # The list is checked where its end is written, not again at the end of the turn.
         return not (complete and since < len(value) and list_goes_on(self.words_from, value))

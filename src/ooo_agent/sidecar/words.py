@@ -4,7 +4,8 @@ A small sidecar copies the words of the request into its answers less faithfully
 target does. These rules say where it slips — a word stopped early ("Christian" of
 "Christianity": :func:`words_copied_whole`), a list closed after its first item
 (:func:`list_goes_on`), a common noun capitalised that the request writes in lower case
-(:func:`in_request_case`) — for :class:`~ooo_agent.sidecar.values.ValueConstraint` (token by
+(:func:`in_request_case`), a date made up where the request states one
+(:func:`dates_stated`), a space before a copied string (:func:`space_led`) — for :class:`~ooo_agent.sidecar.values.ValueConstraint` (token by
 token, in-process sidecars) and for the wave's assembler (an answer as it lands, any backend).
 No torch: a remote sidecar's waves use them too.
 """
@@ -19,8 +20,12 @@ from typing import Any
 __all__ = [
     "MIN_COPIED_WORD",
     "case_kept",
+    "dates_stated",
+    "described_date_form",
     "in_request_case",
     "list_goes_on",
+    "space_led",
+    "stated_dates",
     "word_rest",
     "words_copied_whole",
 ]
@@ -128,6 +133,17 @@ def words_copied_whole(request: str, value: str, *, final: bool = False, since: 
         ):
             return False
     return True
+
+
+def space_led(value: str, *, since: int = 0) -> bool:
+    """Whether a string of an answer's text (so far) whose first character is written from
+    ``since`` on starts with whitespace: a small sidecar writes ``" Edinburgh"`` after a
+    tokenizer's word-initial space where the target writes ``"Edinburgh"``, and a copy of the
+    request's words starts with none."""
+    return any(
+        not numeric and start >= since and written[:1].isspace()
+        for start, written, _, numeric in _runs(value, False)
+    )
 
 
 def word_rest(request: str, value: str) -> str:
@@ -244,3 +260,140 @@ def in_request_case(request: str, value: str, keep: Collection[str] = ()) -> str
         if places and all(request[at : at + len(folded)] == folded for at in places):
             out[start : start + len(written)] = folded
     return "".join(out)
+
+
+_MONTH = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
+)
+_DAY = r"(\d{1,2})(st|nd|rd|th)?"
+_YEAR = r"((?:1\d|20)\d\d)"
+_DATE_FORMS = (
+    # 2022-03-11, 2022/08/16
+    ("ymd", re.compile(r"(?<![\d.])" + _YEAR + r"([-/.])(\d{1,2})\2(\d{1,2})(?!\d)")),
+    # 03/11/2022, 01-01-1980 (month first)
+    ("mdy", re.compile(r"(?<![\d.])(\d{1,2})([-/])(\d{1,2})\2" + _YEAR + r"(?!\d)")),
+    # March 17, 1915; Jun.20,2023; April 8th
+    (
+        "md",
+        re.compile(r"\b" + _MONTH + r"\.?\s*" + _DAY + r"\b(?:\s*,?\s*" + _YEAR + r"\b)?", re.I),
+    ),
+    # 10th December 2022; 15th of October,2023
+    (
+        "dm",
+        re.compile(
+            r"\b" + _DAY + r"\s+(of\s+)?" + _MONTH + r"\b\.?(?:\s*,?\s*" + _YEAR + r"\b)?", re.I
+        ),
+    ),
+)
+_ANY_YEAR = re.compile(r"(?<![\d.])" + _YEAR + r"(?![\d])")
+_DESCRIBED_FORM = re.compile(r"\b(dd|mm|yyyy)([-/.])(dd|mm|yyyy)\2(dd|mm|yyyy)\b", re.I)
+
+
+def described_date_form(description: Any) -> str | None:
+    """The numeric date form a parameter's description asks for (``"MM-DD-YYYY"``,
+    ``"dd/mm/yyyy"``: day, month and a four-digit year, in lower case), else ``None``."""
+    if not isinstance(description, str):
+        return None
+    match = _DESCRIBED_FORM.search(description)
+    if match is None or {match.group(i).lower() for i in (1, 3, 4)} != {"dd", "mm", "yyyy"}:
+        return None
+    return match.group().lower()
+
+
+def _in_form(form: str, year: str, month: int, day: int) -> str:
+    return form.replace("yyyy", year).replace("mm", f"{month:02d}").replace("dd", f"{day:02d}")
+
+
+_VERBS = frozenset({"may", "march"})
+"""Months' names that are also verbs: a bare number beside one is no date."""
+_MONTHS = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
+
+
+@functools.lru_cache(maxsize=64)
+def stated_dates(
+    request: str, *, as_written: bool = False, form: str | None = None
+) -> tuple[str, ...]:
+    """The dates ``request`` states, as ISO dates (``YYYY-MM-DD``), in the order written:
+    "2022-03-11" or "2022/03/11", "03/11/2022" (month first), "March 17, 1915", "Jun.20,2023",
+    "10th December 2022", "15th of October,2023". A month and day without a year take the
+    year written next after them, else the last one before ("from 2023 April 4th to April
+    8th"); none written: no date. A month's name written short ("Jun") or one that is also a
+    verb ("May", "March") beside a bare number ("May 5", "5 May") is taken only with an
+    ordinal ending, an "of" or a year ("it may 5 people"). ``as_written``: each date also as
+    the request writes it ("March 17, 1915"); ``form``: also in that form (a parameter's
+    described form, :func:`described_date_form`: ``"mm-dd-yyyy"``), beside its ISO form."""
+    years = [(m.start(), m.group(1)) for m in _ANY_YEAR.finditer(request)]
+    found: list[tuple[int, str]] = []
+    for kind, pattern in _DATE_FORMS:
+        for match in pattern.finditer(request):
+            groups = match.groups()
+            if kind == "ymd":
+                year, month, day = groups[0], int(groups[2]), int(groups[3])
+            elif kind == "mdy":
+                month, day, year = int(groups[0]), int(groups[2]), groups[3]
+            else:
+                if kind == "md":
+                    name, day_text, ordinal, year = groups
+                    marked = ordinal or year
+                else:
+                    day_text, ordinal, of, name, year = groups
+                    marked = ordinal or of or year
+                if not (marked or (len(name) > 3 and name.lower() not in _VERBS)):
+                    continue
+                month, day = _MONTHS.index(name[:3].lower()) + 1, int(day_text)
+            if year is None:
+                after = [y for at, y in years if at > match.start()]
+                before = [y for at, y in years if at < match.start()]
+                year = after[0] if after else before[-1] if before else None
+            if year is not None and 1 <= month <= 12 and 1 <= day <= 31:
+                found.append((match.start(), f"{year}-{month:02d}-{day:02d}"))
+                if as_written:
+                    found.append((match.start(), match.group().rstrip(" ,.")))
+                if form is not None:
+                    found.append((match.start(), _in_form(form, year, month, day)))
+    return tuple(dict.fromkeys(date for _, date in sorted(found)))
+
+
+_ISO_START = re.compile(r"\d{4}-")
+_DIGIT_START = re.compile(r"\d")
+
+
+def dates_stated(
+    dates: Collection[str], value: str, *, since: int = 0, date_row: bool = False
+) -> bool:
+    """Whether each string of an answer's text (so far) written as an ISO date (four digits and
+    a hyphen) is, or begins, one of ``dates`` (those the request states:
+    :func:`stated_dates`), where there are any: a small sidecar writes "2015-03-17" for
+    "March 17, 1915", "2022-03-01" for "March.11, 2022" or the first date of a stay for its
+    end, where the target writes the date stated. In a ``date_row`` (a parameter named
+    *date*) a string that starts with a digit is held from its first digit ("2015" is no
+    beginning of "1915-03-17"; elsewhere four digits may be a year or a number and only the
+    hyphen after them says "date"); ``dates`` may hold the dates as the request writes them
+    too (``stated_dates(..., as_written=True)``: "01-01-1980", "1st June 2022"), which a
+    target may copy as they are. A string closed after the date may go on past it
+    ("2022-03-11 10:00"). Only strings written from ``since`` on are checked, and one that
+    broke the rule before ``since`` is left to go on."""
+    if not dates:
+        return True
+    dated = _DIGIT_START if date_row else _ISO_START
+    for start, written, closed, numeric in _runs(value, False):
+        if numeric or start + len(written) < since or not dated.match(written):
+            continue
+        before = written[: max(0, since - start)]
+        if dated.match(before) and not _begins_date(dates, before, closed=False):
+            continue  # a slip the model was left to make
+        if not _begins_date(dates, written, closed=closed):
+            return False
+    return True
+
+
+def _begins_date(dates: Collection[str], written: str, *, closed: bool) -> bool:
+    for date in dates:
+        if written.startswith(date):
+            rest = written[len(date) :]
+            if not rest or not rest[0].isdigit():
+                return True
+        elif not closed and date.startswith(written):
+            return True
+    return False
