@@ -246,7 +246,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--sidecar-whole-words",
         choices=("auto", "on", "off"),
         default="auto",
-        help="on: a local sidecar's typed rows copy the request's words and lists whole "
+        help="on: a local sidecar's typed rows copy the request's words, lists and dates whole "
         "(WaveOptions.whole_words, with --sidecar-typed-values; in this process only); auto "
         "(default): the preset's own setting, else off",
     )

@@ -503,10 +503,9 @@ def _kind_fits(text: str, kinds: frozenset[str]) -> bool:
 def _items_fit(text: str, items: ArrayItems) -> bool:
     """Whether the elements written so far of the array beginning ``text`` can be of the
     item kinds, among the item enum, matching the item pattern (a string's), none repeating an
-    earlier one when they are distinct,
-    no more of them than ``maxItems`` (a distinct enum array: than the enum has values) — a
-    comma after the last element allowed is refused. (The array's own well-formedness is
-    :func:`json_value_end`'s business.)"""
+    earlier one when they are distinct, no more of them than ``maxItems`` (a distinct enum
+    array: than the enum has values) — a comma after the last element allowed is refused.
+    (The array's own well-formedness is :func:`json_value_end`'s business.)"""
     limit = items.max_items
     if items.distinct and items.enum is not None:
         limit = len(items.enum) if limit is None else min(limit, len(items.enum))

@@ -151,8 +151,10 @@ class WaveOptions:
             array of them copies the request's words whole
             (:func:`~ooo_agent.sidecar.words.words_copied_whole`): once it has written three
             or more characters of a word the request writes, it goes on as the request does
-            until the word ends — no "Christian" for "Christianity", no ``500`` for "$5000".
-            In-process sidecars only.
+            until the word ends — no "Christian" for "Christianity", no ``500`` for "$5000";
+            a string starts with no space; and where the request states dates a string written
+            as an ISO date is one of them (:func:`~ooo_agent.sidecar.words.dates_stated`; in a
+            row of a parameter named *date* from its first digit). In-process sidecars only.
         request_case: a string the sidecar writes with a capital where the request writes the
             same words whole and only in lower case takes the request's case (``"marble"`` for its
             ``"Marble"`` of "made of marble"): a small sidecar capitalises the common nouns it

@@ -116,8 +116,8 @@ class ValueConstraint:
             no ``["chicken"]`` for "chicken and mushrooms"); and a string it writes as an ISO
             date (``"2015-``) is one the request states, where it states any
             (:func:`~ooo_agent.sidecar.words.dates_stated`: not "2015-03-17" for "March 17,
-            1915"); and no string starts with whitespace (:func:`~ooo_agent.sidecar.words.space_led`:
-            not ``" Edinburgh"``).
+            1915"); and no string starts with whitespace
+            (:func:`~ooo_agent.sidecar.words.space_led`: not ``" Edinburgh"``).
         date_row: with ``words_from``, the row is a parameter named *date* (``date``,
             ``start_date``…): a string that starts with a digit is held to the stated dates
             from its first digit, not only once a hyphen follows four of them.

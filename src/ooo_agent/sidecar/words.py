@@ -5,8 +5,9 @@ target does. These rules say where it slips — a word stopped early ("Christian
 "Christianity": :func:`words_copied_whole`), a list closed after its first item
 (:func:`list_goes_on`), a common noun capitalised that the request writes in lower case
 (:func:`in_request_case`), a date made up where the request states one
-(:func:`dates_stated`), a space before a copied string (:func:`space_led`) — for :class:`~ooo_agent.sidecar.values.ValueConstraint` (token by
-token, in-process sidecars) and for the wave's assembler (an answer as it lands, any backend).
+(:func:`dates_stated`), a space before a copied string (:func:`space_led`) — for
+:class:`~ooo_agent.sidecar.values.ValueConstraint` (token by token, in-process sidecars) and
+for the wave's assembler (an answer as it lands, any backend).
 No torch: a remote sidecar's waves use them too.
 """
 

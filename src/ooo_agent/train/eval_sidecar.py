@@ -287,7 +287,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--unnamed-nulls": "an optional parameter the request does not name is answered null "
         "without asking its row (WaveOptions.unnamed_nulls)",
         "--whole-words": "a typed row copies the request's words whole, never stopping or "
-        "slipping inside one (WaveOptions.whole_words)",
+        "slipping inside one, with no space before a string and the dates the request states "
+        "(WaveOptions.whole_words)",
         "--request-case": "a string the sidecar capitalises where the request writes it in "
         "lower case takes the request's case (WaveOptions.request_case)",
     }
