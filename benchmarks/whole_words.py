@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ooo_agent.sidecar.relevance import relevance_terms, user_text
+from ooo_agent.sidecar.relevance import user_text
 from ooo_agent.sidecar.slots import parameter_schemas
 from ooo_agent.sidecar.values import copies_words
 from ooo_agent.sidecar.words import (
@@ -41,6 +41,7 @@ from ooo_agent.sidecar.words import (
     described_date_form,
     in_request_case,
     list_goes_on,
+    names_a_date,
     space_led,
     stated_dates,
     words_copied_whole,
@@ -83,7 +84,7 @@ def refused(labels: Iterable[Mapping[str, Any]]) -> Iterator[tuple[str, str, str
                 kind = "list"
             elif space_led(written):
                 kind = "space"
-            elif not dates_stated(dates, written, date_row="date" in relevance_terms(param)):
+            elif not dates_stated(dates, written, date_row=names_a_date(param)):
                 kind = "date"
             yield kind, str(label.get("id", "")), param, written
 

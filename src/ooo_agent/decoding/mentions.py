@@ -34,7 +34,7 @@ from typing import Any
 from ooo_agent.decoding._parameters import rewrite_functions
 from ooo_agent.formats._common import loose_function
 from ooo_agent.sidecar.relevance import relevance_terms, user_text
-from ooo_agent.sidecar.words import stated_dates
+from ooo_agent.sidecar.words import names_a_date, stated_dates
 
 __all__ = ["mentioned_parameters", "options", "with_mentioned_required"]
 
@@ -108,7 +108,7 @@ def _named_by_value(key: str, schema: Any, text: str) -> bool:
             written = r"\d\s*" + re.escape(unit) + r"(?![\w/^])"
             if re.search(written, text):
                 return True
-    if "date" in relevance_terms(key) and stated_dates(text):
+    if names_a_date(key) and stated_dates(text):
         return True
     return "year" in relevance_terms(key) and _YEAR.search(text) is not None
 

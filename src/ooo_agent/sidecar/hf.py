@@ -38,11 +38,11 @@ from ooo_agent.sidecar._wave import (
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
 from ooo_agent.sidecar.batch import GenerationCancelled, RowResult, SharedPrefixGenerator
 from ooo_agent.sidecar.prompts import PromptTemplate, template_from_tokenizer
-from ooo_agent.sidecar.relevance import relevance_terms, tool_relevance, with_relevance
+from ooo_agent.sidecar.relevance import tool_relevance, with_relevance
 from ooo_agent.sidecar.rows import direct_call_start, parse_function_index, tool_signatures
 from ooo_agent.sidecar.slots import parameter_schemas
 from ooo_agent.sidecar.values import ValueConstraint, comma_free_place, copies_words
-from ooo_agent.sidecar.words import described_date_form
+from ooo_agent.sidecar.words import described_date_form, names_a_date
 
 __all__ = ["ADAPTER_SUBFOLDERS", "PRIOR_CACHE", "HFSidecar"]
 
@@ -376,7 +376,7 @@ class HFSidecar:
                     commas_from=row_commas,
                     words_from=row_words,
                     encode=self.generator.encode,
-                    date_row="date" in relevance_terms(row.param),
+                    date_row=names_a_date(row.param),
                     date_form=described_date_form((schema or {}).get("description")),
                 )
         steered = required_values or mentioned_values

@@ -25,6 +25,7 @@ __all__ = [
     "described_date_form",
     "in_request_case",
     "list_goes_on",
+    "names_a_date",
     "space_led",
     "stated_dates",
     "word_rest",
@@ -300,6 +301,14 @@ def described_date_form(description: Any) -> str | None:
     if match is None or {match.group(i).lower() for i in (1, 3, 4)} != {"dd", "mm", "yyyy"}:
         return None
     return match.group().lower()
+
+
+def names_a_date(param: str) -> bool:
+    """Whether a parameter is named as a date (``date``, ``start_date``, ``birthDate``; not
+    ``update``): a word of its name is *date*."""
+    from ooo_agent.sidecar.relevance import relevance_terms
+
+    return "date" in relevance_terms(param)
 
 
 def _in_form(form: str, year: str, month: int, day: int) -> str:
