@@ -276,16 +276,18 @@ def test_cli_end_to_end_on_a_tiny_model(
     assert report["config"]["unnamed_nulls"] is False
     assert report["config"]["whole_words"] is False
     assert report["config"]["request_case"] is False
+    assert report["config"]["joint_values"] is False
     assert report["config"]["relevance_parameter_weight"] == 0.5  # WaveOptions' default
     steered = ["--required-values", "on", "--typed-values", "on", "--mentioned-values", "on",
                "--unnamed-nulls", "on", "--whole-words", "on", "--request-case", "on",
-               "--relevance-parameter-weight", "0"]  # fmt: skip
+               "--joint-values", "on", "--relevance-parameter-weight", "0"]  # fmt: skip
     assert main([*argv, *steered, "--no-direct"]) == 0
     report = json.loads(out.read_text())
     config = report["config"]
     assert config["required_values"] is True and config["typed_values"] is True
     assert config["mentioned_values"] is True and config["unnamed_nulls"] is True
     assert config["whole_words"] is True and config["request_case"] is True
+    assert config["joint_values"] is True
     assert config["relevance_parameter_weight"] == 0.0
     # The rows left out still count: answered null without asking, scored like any other.
     assert report["scores"]["target"]["argument_exact"]["n"] == 2

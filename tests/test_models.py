@@ -311,6 +311,9 @@ def test_only_the_embedded_sidecar_steers_its_decoding_by_default() -> None:
     # §2.0zzzzzzzzzzzzzzzzzzz
     assert sidecar_wave_defaults("smollm2-135m-sidecar")["request_case"] is True
     assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar")["request_case"] is False
+    # §2.0zzzzzzzzzzzzzzzzzzzzz
+    assert sidecar_wave_defaults("smollm2-135m-sidecar")["joint_values"] is True
+    assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar")["joint_values"] is False
     # And only it adds the request's words to its scored tool choice (§2.0y).
     assert sidecar_wave_defaults("smollm2-135m-sidecar")["relevance_weight"] == 2.0
     assert sidecar_wave_defaults("some/folder")["relevance_weight"] == 0.0
@@ -330,6 +333,7 @@ def test_sidecar_wave_defaults_are_the_presets_own_else_the_method_as_published(
         "unnamed_nulls": False,
         "whole_words": False,
         "request_case": False,
+        "joint_values": False,
     }
     assert sidecar_wave_defaults("some/folder") == published
     assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar") == published
@@ -344,6 +348,7 @@ def test_sidecar_wave_defaults_are_the_presets_own_else_the_method_as_published(
         "unnamed_nulls": embedded.unnamed_nulls,
         "whole_words": embedded.whole_words,
         "request_case": embedded.request_case,
+        "joint_values": embedded.joint_values,
     }
     WaveOptions(**sidecar_wave_defaults(embedded.name))  # every field is one of WaveOptions'
 

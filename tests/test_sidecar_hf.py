@@ -20,6 +20,7 @@ from ooo_agent.errors import ModelNotAvailableError  # noqa: E402
 from ooo_agent.sidecar import Hint, HintBox, SidecarRequest, WaveOptions  # noqa: E402
 from ooo_agent.sidecar._wave import WaveAssembler, WavePlan  # noqa: E402
 from ooo_agent.sidecar.batch import (  # noqa: E402
+    KeptPrefix,
     RowResult,
     SharedPrefixGenerator,
     common_prefix_length,
@@ -170,6 +171,49 @@ def test_stop_strings_cut_the_answer(tokenizer: Any) -> None:
     cut = gen.generate([prompt], max_new_tokens=6, stop_strings=[stop])[0]
     assert cut.finish_reason == "stop"
     assert cut.text == free.text[: free.text.find(stop)]
+
+
+@pytest.mark.parametrize("kind", ["qwen3", "llama"])
+def test_a_kept_prefix_computes_only_the_new_tokens_and_answers_the_same(
+    kind: str, tokenizer: Any
+) -> None:
+    model = make_model(kind, len(tokenizer), seed=2)
+    gen = SharedPrefixGenerator(model, tokenizer)
+    first = _wave_prompts(gen, tokenizer)[0]
+    # The same row written on, a row that shares only the start, one that shares nothing.
+    on = gen.generate([first], max_new_tokens=4)[0]
+    prompts = [
+        first,
+        first + on.token_ids + gen.encode(', "unit": '),
+        first[:12] + gen.encode("Which tool?"),
+        gen.encode("Available tools:"),
+    ]
+    kept = KeptPrefix()
+    shapes: list[tuple[int, int]] = []
+    hook = gen.decoder.register_forward_pre_hook(
+        lambda _m, _a, kw: shapes.append(tuple(kw["input_ids"].shape)), with_kwargs=True
+    )
+    try:
+        for prompt in prompts:
+            shapes.clear()
+            alone = gen.generate([prompt], max_new_tokens=5)[0]
+            held = kept.ids[:]
+            shapes.clear()
+            reused = gen.generate([prompt], max_new_tokens=5, kept=kept)[0]
+            assert reused.token_ids == alone.token_ids
+            shared = common_prefix_length([held, prompt[:-1]]) if held else 0
+            # Only the prompt's tokens past the shared ones run (the last one on its own).
+            assert sum(n for _, n in shapes[: 2 if len(prompt) - 1 > shared else 1]) == (
+                len(prompt) - shared
+            )
+            # The last answer token is fed back only when a stop token came after it.
+            fed = len(prompt) + len(reused.token_ids) - (reused.finish_reason == "length")
+            assert kept.ids == (prompt + reused.token_ids)[:fed]
+            assert kept.cache.get_seq_length() == len(kept.ids)
+    finally:
+        hook.remove()
+    with pytest.raises(ValueError, match="kept"):
+        gen.generate(prompts[:2], kept=kept)
 
 
 def test_thread_count_is_restored(tokenizer: Any) -> None:
@@ -684,6 +728,13 @@ def test_bench_loads_an_adapter_only_folder_on_its_base(tmp_path: Path, tokenize
     with open_sidecar(str(folder), request_case="on") as cased:
         assert isinstance(cased.sidecar, HFSidecar)
         assert cased.sidecar.options.request_case is True
+    assert choice.sidecar.options.joint_values is False
+    with open_sidecar(str(folder), joint_values="on") as untyped:  # needs typed rows
+        assert isinstance(untyped.sidecar, HFSidecar)
+        assert untyped.sidecar.options.joint_values is False
+    with open_sidecar(str(folder), typed_values="on", joint_values="on") as joint:
+        assert isinstance(joint.sidecar, HFSidecar)
+        assert joint.sidecar.options.joint_values is True
     # A base recorded as another machine's path falls back to the embedded model; names stay.
     config["base_model_name_or_path"] = str(tmp_path / "gone" / "model")
     config_path.write_text(json.dumps(config))
@@ -1134,3 +1185,135 @@ def test_whole_words_hold_the_rows_that_copy_the_requests_words(tokenizer: Any) 
     }  # fmt: skip
     for key in ((False, False), (False, True), (True, False)):
         assert set(held[key].values()) == {None}, key
+
+
+def _triangle() -> dict[str, Any]:
+    tool = _tool("triangle", {"side1": {"type": "integer"}, "side2": {"type": "integer"}})
+    tool["function"]["parameters"]["required"] = ["side1", "side2"]
+    return tool
+
+
+class _Recording(HFSidecar):
+    """An HFSidecar that records the prompts its generator runs with a kept prefix."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.call_prompts: list[str] = []
+        generate = self.generator.generate
+
+        def recording(prompts: Any, **kw: Any) -> Any:
+            if kw.get("kept") is not None:
+                self.call_prompts.append(self.generator.tokenizer.decode(prompts[0]))
+            return generate(prompts, **kw)
+
+        self.generator.generate = recording  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("joint", [False, True])
+def test_joint_values_write_the_numbers_again_in_the_call(tokenizer: Any, joint: bool) -> None:
+    """Each argument row answers 5 (its prompt ends the template's ``assistant\\n``); inside
+    the call (a prompt ending ``": "``) the model writes 7 and then a comma. With
+    ``joint_values`` each number is written again in the call, after the ones before it."""
+    request = SidecarRequest([{"role": "user", "content": "Sides 5 and 7."}], [_triangle()])
+    template = template_from_tokenizer(tokenizer)
+    options = WaveOptions(typed_values=True, joint_values=joint)
+    plan = WavePlan.build(request, template, options)
+
+    def encode(text: str) -> list[int]:
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    row_end = {encode(p)[-1] for p in plan.prompts}
+    call_end = encode('{"name": "triangle", "parameters": {"side1": ')[-1]
+    assert len(row_end) == 1 and call_end not in row_end
+    five, seven, comma = tokenizer.convert_tokens_to_ids(["5", "7", ","])
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    (row,) = row_end
+    table = {row: five, five: end, call_end: seven, seven: comma}
+    model = ScriptedLM(make_model("qwen3", len(tokenizer)), table, None)
+    sidecar = _Recording(model, tokenizer, options=options)
+    report = anyio.run(sidecar.run_wave, request, HintBox())
+    number = "7" if joint else "5"
+    assert report.answers["0.side1"] == report.answers["0.side2"] == number
+    assert dict(report.hint.slots) == {"side1": int(number), "side2": int(number)}
+    if not joint:
+        assert sidecar.call_prompts == []
+        return
+    # The direct-call prompt, then the call as written so far: side2 reads side1's 7.
+    from ooo_agent.sidecar.rows import build_wave_rows
+
+    direct = build_wave_rows(request.messages, request.tools, direct_call=True)[-1]
+    start = template(direct.messages) + '{"name": "triangle", "parameters": {'
+    assert sidecar.call_prompts == [start + '"side1": ', start + '"side1": 7, "side2": ']
+    # Each row's answer lands first, the number written again after it.
+    assert report.arrivals == ["0.side1", "0.side2", "0.side1", "0.side2"]
+
+
+def test_joint_values_keep_the_rows_answer_where_the_call_writes_no_number(
+    tokenizer: Any,
+) -> None:
+    """Inside the call the model never ends its number (it writes 7s to the token budget):
+    the row's own answer stands. A tool with no number asks nothing more."""
+    request = SidecarRequest([{"role": "user", "content": "Sides 5 and 7."}], [_triangle()])
+    options = WaveOptions(typed_values=True, joint_values=True)
+    plan = WavePlan.build(request, template_from_tokenizer(tokenizer), options)
+
+    def encode(text: str) -> list[int]:
+        return list(tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    (row,) = {encode(p)[-1] for p in plan.prompts}
+    call_end = encode('{"name": "triangle", "parameters": {"side1": ')[-1]
+    five, seven = tokenizer.convert_tokens_to_ids(["5", "7"])
+    end = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    table = {row: five, five: end, call_end: seven, seven: seven}
+    model = ScriptedLM(make_model("qwen3", len(tokenizer)), table, None)
+    sidecar = _Recording(model, tokenizer, options=options, max_new_tokens=4)
+    report = anyio.run(sidecar.run_wave, request, HintBox())
+    assert report.answers["0.side1"] == report.answers["0.side2"] == "5"
+    assert len(sidecar.call_prompts) == 2
+    words = SidecarRequest(MESSAGES, [_tool("get_time", {"zone": {"type": "string"}})])
+    anyio.run(sidecar.run_wave, words, HintBox())
+    assert len(sidecar.call_prompts) == 2
+    with pytest.raises(ValueError, match="typed_values"):
+        WaveOptions(joint_values=True)
+
+
+def test_joint_values_write_again_a_string_that_repeats_an_earlier_one(tokenizer: Any) -> None:
+    """A string row that answers an earlier row's words again ("Sydney" for the country after
+    the city "Sydney"; case aside, or a part of them) is written again in the call, after
+    them; a string of its own words is not, nor a tool's first string."""
+    from ooo_agent.sidecar.hf import _repeats
+
+    strings = {"type": "string"}
+    tool = _tool("clock", {"city": strings, "country": strings, "zone": strings})
+    tool["function"]["parameters"]["required"] = ["city", "country", "zone"]
+    request = SidecarRequest([{"role": "user", "content": "Time in Sydney, Australia?"}], [tool])
+    options = WaveOptions(typed_values=True, joint_values=True)
+    template = template_from_tokenizer(tokenizer)
+    sidecar = HFSidecar(make_model("qwen3", len(tokenizer)), tokenizer, options=options)
+    plan = WavePlan.build(request, template, options)
+    assembler = WaveAssembler.start(plan, HintBox(), options)
+    rows = {"city": '"Sydney"', "country": '"sydney"', "zone": '"AEST"'}
+    for i, row in enumerate(plan.rows):
+        assert row.param is not None
+        assembler.answer(i, rows[row.param])
+    asked: list[str] = []
+
+    def generate(prompts: Any, **kw: Any) -> list[RowResult]:
+        assert kw["stop_strings"] == ('",', '"}') and kw["kept"] is not None
+        asked.append(tokenizer.decode(prompts[0]))
+        return [RowResult(0, [], '"Australia', "stop")]  # cut before its stop string
+
+    sidecar.generator.generate = generate  # type: ignore[method-assign]
+    _, constraints = sidecar._steers(plan)
+    assert constraints is not None
+    sidecar._joint_values(plan, assembler, constraints, None)
+    from ooo_agent.sidecar.rows import build_wave_rows
+
+    direct = build_wave_rows(request.messages, request.tools, direct_call=True)[-1]
+    call = '{"name": "clock", "parameters": {"city": "Sydney", "country": '
+    assert asked == [template(direct.messages) + call]
+    assert assembler.answers_of(0) == {
+        "city": '"Sydney"', "country": '"Australia"', "zone": '"AEST"'
+    }  # fmt: skip
+    assert _repeats("A", ["Aries"]) and _repeats("New York City", ["new york"])
+    assert not _repeats("Paris", ["London", 3]) and not _repeats(" ", ["a b"])

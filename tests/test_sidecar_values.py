@@ -483,3 +483,25 @@ def test_a_copied_string_starts_with_no_space() -> None:
     assert _pick(listed, '["a", "', [" ", "b"]) == "b"
     free = ValueConstraint({"type": "string"}, _decode, stop_ids={END})  # no request: free
     assert _pick(free, '"', [" ", "a"]) == " "
+
+
+def test_a_number_written_inside_a_call_ends_on_a_comma_never_on_null() -> None:
+    row = _constraint({"type": "integer"})
+    assert row.free_number
+    assert not _constraint({"type": "integer", "enum": [1, 2]}).free_number
+    assert not _constraint({"type": "string"}).free_number
+    assert _constraint({"type": ["number", "null"]}).free_number
+    comma = VOCAB.index(",")
+    inside = row.in_call({comma})
+    # The row's own answer ends with the turn; the same value inside a call with a comma.
+    assert _pick(row, "12", [",", "<end>"]) == "<end>"
+    assert _pick(inside, "12", ["<end>", ","]) == ","
+    assert _pick(inside, "1", [",", "<end>", "2"]) == ","  # 1 is a whole number
+    assert _pick(inside, "", ["n", "1"]) == "1"  # null is no value inside a call
+    assert _pick(row, "", ["n", "1"]) == "n"  # the row itself may still answer it
+    assert inside.stop_ids == {comma} and row.stop_ids == {END}
+    # Inside a string the comma is part of the value; after its closing quote it ends it.
+    text = _constraint({"type": "string"}).in_call({comma})
+    assert _pick(text, '"a', [",", '"']) == ","
+    assert _pick(text, '"a,b"', [",", "<end>"]) == ","
+    assert _pick(text, '"a,b"', ["<end>", "b", ","]) == ","

@@ -222,6 +222,7 @@ def open_sidecar(
     unnamed_nulls: str = "auto",
     whole_words: str = "auto",
     request_case: str = "auto",
+    joint_values: str = "auto",
 ) -> Iterator[SidecarChoice]:
     """The sidecar named by ``spec``, stopped (process) when the block ends.
 
@@ -235,7 +236,8 @@ def open_sidecar(
     ``relevance_weight`` (``None``: a preset's own with its own choice, else 0),
     ``relevance_parameter_weight`` (``None``: ``WaveOptions``' default) and
     ``tool_list`` (``auto``: a preset's own listing, else ``signatures``) and
-    ``required_values``, ``mentioned_values``, ``typed_values`` and ``whole_words`` (``on`` / ``off``;
+    ``required_values``, ``mentioned_values``, ``typed_values``, ``whole_words`` and
+    ``joint_values`` (``on`` / ``off``;
     ``auto``: a preset's own setting in this process, else off — they steer the sidecar's own
     decoding). ``unnamed_nulls`` and ``request_case`` (``on`` / ``off``; ``auto``: a preset's
     own setting) only leave rows out or rewrite answers as they land, so they hold for every
@@ -271,6 +273,10 @@ def open_sidecar(
     fields["unnamed_nulls"] = _switch(unnamed_nulls, fields["unnamed_nulls"])
     fields["whole_words"] = in_process and _switch(whole_words, fields["whole_words"])
     fields["request_case"] = _switch(request_case, fields["request_case"])
+    # Written again in the sidecar's own decoding, held to the typed rows' rules.
+    fields["joint_values"] = (
+        in_process and fields["typed_values"] and _switch(joint_values, fields["joint_values"])
+    )
     options = WaveOptions(
         schedule=schedule,  # type: ignore[arg-type]
         follow_target=follow_target,

@@ -258,6 +258,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "takes the request's case (WaveOptions.request_case; any sidecar); auto (default): "
         "the preset's own setting, else off",
     )
+    add(
+        "--sidecar-joint-values",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="on: a local sidecar writes the chosen tool's numbers again one after another in "
+        "its call, each reading the ones before it (WaveOptions.joint_values, with "
+        "--sidecar-typed-values; in this process only); auto (default): the preset's own "
+        "setting, else off",
+    )
     add_constraint_options(add, scope="every mode: ")
     add_decline_option(add, scope="every mode: ")
     add("--threads", type=int, default=1, help="torch CPU threads of the target (default 1)")
@@ -473,7 +482,7 @@ async def _run(args: argparse.Namespace) -> int:
         required_values=args.sidecar_required_values, typed_values=args.sidecar_typed_values,
         mentioned_values=args.sidecar_mentioned_values,
         unnamed_nulls=args.sidecar_unnamed_nulls, whole_words=args.sidecar_whole_words,
-        request_case=args.sidecar_request_case,
+        request_case=args.sidecar_request_case, joint_values=args.sidecar_joint_values,
     ) as choice:  # fmt: skip
         if choice.note:
             notes.append(choice.note)

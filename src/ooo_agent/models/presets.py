@@ -105,6 +105,9 @@ class Preset:
     request_case: bool = False
     """Sidecars: whether a string the sidecar capitalises takes the request's lower case by
     default (``WaveOptions.request_case``)."""
+    joint_values: bool = False
+    """Sidecars: whether the numbers of the chosen tool are written again in its call by
+    default (``WaveOptions.joint_values``)."""
     format: str = "hermes"
     """Targets: the call format ``HFTarget.from_preset`` prompts with by default."""
     decline_below: float | None = None
@@ -175,6 +178,9 @@ PRESETS: dict[str, Preset] = {
             # A common noun it copies is written in the request's lower case, as the target
             # copies it: "marble", not "Marble" (§2.0zzzzzzzzzzzzzzzzzzz).
             request_case=True,
+            # Its numbers written again one after another in the call, each reading the ones
+            # before it: 4 for the second side of "sides 3, 4, and 5", not 5 (§2.0zzzzzzzzzzzzzzzzzzzzz).
+            joint_values=True,
         ),
         Preset(
             name="qwen3-0.6b-ooo-sidecar",
@@ -213,6 +219,7 @@ class SidecarDefaults(TypedDict):
     unnamed_nulls: bool
     whole_words: bool
     request_case: bool
+    joint_values: bool
 
 
 _PUBLISHED = Preset(name="", role="sidecar", base="")
@@ -222,8 +229,8 @@ _PUBLISHED = Preset(name="", role="sidecar", base="")
 def sidecar_wave_defaults(spec: str) -> SidecarDefaults:
     """The ``WaveOptions`` fields a sidecar named ``spec`` gets by default: a preset's own
     ``function_choice``, ``relevance_weight``, ``tool_list``, ``required_values``,
-    ``mentioned_values``, ``typed_values``, ``unnamed_nulls``, ``whole_words`` and
-    ``request_case``; for anything else the method as published (``index``, no relevance,
+    ``mentioned_values``, ``typed_values``, ``unnamed_nulls``, ``whole_words``,
+    ``request_case`` and ``joint_values``; for anything else the method as published (``index``, no relevance,
     ``signatures``, no steer)."""
     preset = PRESETS.get(spec, _PUBLISHED)
     return SidecarDefaults(
@@ -236,6 +243,7 @@ def sidecar_wave_defaults(spec: str) -> SidecarDefaults:
         unnamed_nulls=preset.unnamed_nulls,
         whole_words=preset.whole_words,
         request_case=preset.request_case,
+        joint_values=preset.joint_values,
     )
 
 

@@ -163,6 +163,18 @@ class WaveOptions:
             of a free string or an array of them; codes in capitals and the parameter's own
             options as the tool writes them stay. Any backend (the answer is rewritten as it
             lands).
+        joint_values: with ``typed_values``, the numbers the chosen tool's rows answer are
+            written again, one after another in the tool's parameter order, as the sidecar's
+            direct-call answer goes on (``{"name": …, "parameters": {…`` with every value
+            answered so far in it, the numbers as written again): each number then reads the
+            call before it, as the target writes its call, where a row reads the request
+            alone — a row answers 5 for the second side of "sides 3, 4, and 5", 100 for each
+            of "1kg at 0°C heated to 100°C under 1 atmosphere", the written-again call 4 and
+            1, 0, 1. The row's answer is in the hint first; the number written again replaces
+            it (held to the row's rules; where it is no number the row's stays). One prompt
+            prefill for the call and a few tokens per number: the call's KV cache is kept
+            between them (:class:`~ooo_agent.sidecar.batch.KeptPrefix`). In-process sidecars
+            only.
     """
 
     ask_single_tool: bool = False
@@ -181,6 +193,7 @@ class WaveOptions:
     unnamed_nulls: bool = False
     whole_words: bool = False
     request_case: bool = False
+    joint_values: bool = False
 
     def __post_init__(self) -> None:
         if self.max_rows is not None and self.max_rows < 1:
@@ -204,6 +217,11 @@ class WaveOptions:
             raise ValueError(
                 "relevance_weight needs function_choice 'scored' or 'calibrated' (the "
                 "function-index row gives no scores to add it to)"
+            )
+        if self.joint_values and not self.typed_values:
+            raise ValueError(
+                "joint_values needs typed_values (each number written again is held to its "
+                "row's schema, and ends where its value does)"
             )
         if self.tool_list not in TOOL_LISTS:
             raise ValueError(f"unknown tool_list {self.tool_list!r} ({', '.join(TOOL_LISTS)})")
@@ -406,6 +424,16 @@ class WaveAssembler:
                 self.slot_answers[row.key] = text
                 if self._function is not None and row.function_index == self._function:
                     self._publish_slot(self._function, row.param, text)
+
+    def answers_of(self, index: int) -> dict[str, str]:
+        """Tool ``index``'s argument answers so far by parameter (implied nulls included)."""
+        prefix = f"{index}."
+        with self._lock:
+            return {
+                key[len(prefix) :]: text
+                for key, text in self.slot_answers.items()
+                if key.startswith(prefix)
+            }
 
     def hint(self, *, complete: bool = True) -> tuple[Hint, dict[str, str]]:
         """The assembled hint and the slots dropped, with reasons."""

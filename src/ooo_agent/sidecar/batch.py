@@ -15,6 +15,9 @@ steps, as a batch of their own over the same prefix KV); ``then`` sees their ans
 which of the remaining rows run at all. A sidecar on a CPU, where rows cost time one by one,
 uses it to answer the function index first and then ask only the chosen tool's arguments.
 
+A single row can keep its KV cache for the next one (:class:`KeptPrefix`): a later prompt that
+extends it — the same call written on with the last answer in it — computes only its new tokens.
+
 Example::
 
     gen = SharedPrefixGenerator(model, tokenizer, num_threads=1)
@@ -29,7 +32,7 @@ import copy
 import inspect
 import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ooo_agent.decoding.verify import split_head
@@ -37,7 +40,13 @@ from ooo_agent.decoding.verify import split_head
 if TYPE_CHECKING:
     from ooo_agent.decoding.constraint import TokenConstraint
 
-__all__ = ["GenerationCancelled", "RowResult", "SharedPrefixGenerator", "common_prefix_length"]
+__all__ = [
+    "GenerationCancelled",
+    "KeptPrefix",
+    "RowResult",
+    "SharedPrefixGenerator",
+    "common_prefix_length",
+]
 
 FinishReason = Literal["stop", "length", "skipped"]
 
@@ -57,6 +66,18 @@ class RowResult:
     token_ids: list[int]
     text: str
     finish_reason: FinishReason
+
+
+@dataclass
+class KeptPrefix:
+    """One row's KV cache kept from one single-row generation for the next
+    (``SharedPrefixGenerator.generate(..., kept=...)``): ``ids`` are the tokens the cache holds
+    (the prompt and the answer tokens fed back). The next prompt reuses the tokens it shares
+    with ``ids`` from the start and computes the rest; its answer is the same as without it.
+    Empty until its first generation; one per sequence of related prompts, one thread."""
+
+    ids: list[int] = field(default_factory=list)
+    cache: Any = None
 
 
 def common_prefix_length(sequences: Sequence[Sequence[int]]) -> int:
@@ -178,6 +199,7 @@ class SharedPrefixGenerator:
         then: Callable[[list[RowResult]], Iterable[int]] | None = None,
         first_token_bans: Mapping[int, Collection[int]] | None = None,
         constraints: Mapping[int, TokenConstraint] | None = None,
+        kept: KeptPrefix | None = None,
     ) -> list[RowResult]:
         """Greedy answers for ``prompts`` (token ids), in prompt order.
 
@@ -193,7 +215,12 @@ class SharedPrefixGenerator:
         ``constraints`` maps a row to a :class:`~ooo_agent.decoding.constraint.TokenConstraint`
         that picks each of its tokens from the logits (after the bans), given the row's
         tokens so far — the row's answer is then its constrained greedy answer.
+
+        ``kept`` (one prompt, no ``first``): the prompt's tokens shared with ``kept.ids`` from
+        the start are not computed again, and ``kept`` then holds this row's cache.
         """
+        if kept is not None and (len(prompts) != 1 or first):
+            raise ValueError("'kept' needs exactly one prompt and no 'first' rows")
         if max_new_tokens < 0:
             raise ValueError(f"max_new_tokens must be >= 0, not {max_new_tokens}")
         if any(len(p) == 0 for p in prompts):
@@ -215,6 +242,7 @@ class SharedPrefixGenerator:
             if any(not 0 <= i < len(prompts) for i in steer):
                 raise ValueError(f"'constraints' names rows outside 0..{len(prompts) - 1}")
             run.constraints = steer
+            run.kept = kept
             return run.run(first, then)
 
     def score(
@@ -287,6 +315,7 @@ class _Run:
         self.next_pos: Any = None
         self.first_bans: dict[int, list[int]] = {}
         self.constraints: dict[int, TokenConstraint] = {}
+        self.kept: KeptPrefix | None = None
 
     def run(
         self,
@@ -300,6 +329,12 @@ class _Run:
             return self._ordered()
         # Leave every row at least one suffix token, so each row has its own last position.
         prefix_len = min(common_prefix_length(self.prompts), min(len(p) for p in self.prompts) - 1)
+        if self.kept is not None:
+            cache = self._kept_prefix(self.kept, prefix_len)
+            self._decode(cache, prefix_len, every)
+            fed = cache.get_seq_length()  # the prompt, then each answer token fed back
+            self.kept.ids, self.kept.cache = (self.prompts[0] + self.generated[0])[:fed], cache
+            return self._ordered()
         if not first or len(first) == len(every):
             self._decode(self._prefill_prefix(prefix_len, len(every)), prefix_len, every)
             return self._ordered()
@@ -440,6 +475,27 @@ class _Run:
             self._forward(ids, keep, positions, cache)
             if rows > 1:
                 cache.batch_repeat_interleave(rows)
+        return cache
+
+    def _kept_prefix(self, kept: KeptPrefix, prefix_len: int) -> Any:
+        """The one row's prefix cache: ``kept``'s, cut back to the tokens this prompt shares
+        with it and extended by the rest of the prefix (a new one when it shares none)."""
+        import torch
+
+        prefix = self.prompts[0][:prefix_len]
+        common = common_prefix_length([kept.ids, prefix]) if kept.cache is not None else 0
+        if common == 0:
+            return self._prefill_prefix(prefix_len, 1)
+        cache = kept.cache
+        surplus = cache.get_seq_length() - common
+        if surplus > 0:
+            cache.crop(-surplus)  # transformers 5: a negative count of tokens to drop
+        kept.ids = kept.ids[:common]  # what the cache holds, should this run stop half-way
+        if prefix_len > common:
+            ids = torch.tensor([prefix[common:]], device=self.device)
+            keep = torch.ones(1, prefix_len, dtype=torch.bool, device=self.device)
+            positions = torch.arange(common, prefix_len, device=self.device)[None]
+            self._forward(ids, keep, positions, cache)
         return cache
 
     def _prefill_suffixes(self, cache: Any, prefix_len: int, rows: list[int]) -> Any:

@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -36,10 +37,21 @@ from ooo_agent.sidecar._wave import (
     required_parameters,
 )
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
-from ooo_agent.sidecar.batch import GenerationCancelled, RowResult, SharedPrefixGenerator
+from ooo_agent.sidecar.batch import (
+    GenerationCancelled,
+    KeptPrefix,
+    RowResult,
+    SharedPrefixGenerator,
+)
 from ooo_agent.sidecar.prompts import PromptTemplate, template_from_tokenizer
 from ooo_agent.sidecar.relevance import tool_relevance, with_relevance
-from ooo_agent.sidecar.rows import direct_call_start, parse_function_index, tool_signatures
+from ooo_agent.sidecar.rows import (
+    build_wave_rows,
+    direct_call_start,
+    parse_function_index,
+    parse_slot_value,
+    tool_signatures,
+)
 from ooo_agent.sidecar.slots import parameter_schemas
 from ooo_agent.sidecar.values import ValueConstraint, comma_free_place, copies_words
 from ooo_agent.sidecar.words import described_date_form, names_a_date
@@ -88,8 +100,11 @@ class HFSidecar:
         self._priors: OrderedDict[str, list[float]] = OrderedDict()
         self._priors_lock = threading.Lock()
         self._null_ids: list[int] | None = None
+        self._end_ids: list[int] | None = None
         if self.options.required_values:
             self.null_token_ids()  # once, at load time (~0.2 s for a 49k vocabulary), not in a wave
+        if self.options.joint_values:
+            self.call_end_token_ids()  # the same
 
     @property
     def model(self) -> Any:
@@ -305,7 +320,7 @@ class HFSidecar:
             if plan.choice_prompt is not None and then is not None and not first:
                 return []  # the chosen tool has no parameters: no row to ask
             bans, constraints = self._steers(plan)
-            return self.generator.generate(
+            results = self.generator.generate(
                 prompts,
                 max_new_tokens=self.max_new_tokens,
                 on_row=land,
@@ -315,6 +330,9 @@ class HFSidecar:
                 first_token_bans=bans,
                 constraints=constraints,
             )
+            if self.options.joint_values and constraints:
+                self._joint_values(plan, assembler, constraints, cancel)
+            return results
         except GenerationCancelled:
             raise
         except Exception as exc:
@@ -382,6 +400,95 @@ class HFSidecar:
         steered = required_values or mentioned_values
         return (bans if steered else None), (constraints if typed_values else None)
 
+    def _joint_values(
+        self,
+        plan: WavePlan,
+        assembler: WaveAssembler,
+        constraints: dict[int, ValueConstraint],
+        cancel: threading.Event | None,
+    ) -> None:
+        """``options.joint_values``: the numbers the chosen tool's rows answered, and each
+        string that repeats an earlier one of the call, written again in the call one after
+        another (each lands as it ends; the rest of the call is the answers as they stand)."""
+        index = assembler.function
+        if index is None:
+            return
+        name, params = tool_signatures(plan.request.tools)[index]
+        rows = {
+            row.param: i
+            for i, row in enumerate(plan.rows)
+            if row.kind == "argument_value" and row.function_index == index
+        }
+        answers = assembler.answers_of(index)
+        values: list[tuple[str, Any]] = []  # the call's arguments, in the tool's order
+        for param in params:
+            try:
+                value = parse_slot_value(answers.get(param) or "null")
+            except ValueError:
+                continue  # garbage is no argument of the call (the hint drops it too)
+            if value is not None:
+                values.append((param, value))
+        if not any(_number(value) for _, value in values) and not any(
+            _repeats(value, [v for _, v in values[:n]]) for n, (_, value) in enumerate(values)
+        ):
+            return
+        if plan.choice_prompt is not None:
+            prompt = plan.choice_prompt  # the direct-call prompt the tool choice scored
+        else:
+            direct = build_wave_rows(
+                plan.request.messages,
+                plan.request.tools,
+                direct_call=True,
+                tool_list=self.options.tool_list,
+            )[-1]
+            prompt = self.template(direct.messages)
+        # As a direct-call answer is written (json.dumps of {"name": ..., "parameters": ...}).
+        call = direct_call_start(name) + 'parameters": {'
+        kept = KeptPrefix()
+        ends = self.call_end_token_ids()
+        written: list[Any] = []  # the call's values so far, as written
+        for n, (param, value) in enumerate(values):
+            call += (", " if n else "") + json.dumps(param, ensure_ascii=False) + ": "
+            row = rows.get(param)
+            number = _number(value) and row in constraints and constraints[row].free_number
+            again = number or (row in constraints and _repeats(value, written))
+            if row is not None and again:
+                # A number ends where a comma or the call's brace follows it; a string where
+                # its closing quote does (it may hold a comma itself).
+                stops = (",", "}") if number else ('",', '"}')
+                result = self.generator.generate(
+                    [self.generator.encode(prompt + call)],
+                    max_new_tokens=self.max_new_tokens,
+                    stop_strings=stops,
+                    cancel=cancel,
+                    constraints={0: constraints[row].in_call(ends)},
+                    kept=kept,
+                )[0]
+                text = result.text.strip() + ("" if number else '"')
+                try:
+                    again_value = json.loads(text) if result.finish_reason == "stop" else None
+                except ValueError:
+                    again_value = None
+                if _number(again_value) if number else isinstance(again_value, str):
+                    assembler.answer(row, text)
+                    call += text
+                    written.append(again_value)
+                    continue
+            call += json.dumps(value, ensure_ascii=False)
+            written.append(value)
+
+    def call_end_token_ids(self) -> list[int]:
+        """Ids of the tokens that end a value inside a call (``options.joint_values``):
+        those whose text starts with ``,`` or ``}``."""
+        if self._end_ids is None:
+            tokenizer = self.generator.tokenizer
+            self._end_ids = [
+                token_id
+                for token_id in range(len(tokenizer))
+                if tokenizer.decode([token_id])[:1] in (",", "}")
+            ]
+        return self._end_ids
+
     def null_token_ids(self) -> list[int]:
         """Ids of the tokens a required parameter's answer may not start with: those an
         answer ``null`` can start with (the stripped text a non-empty prefix of ``null``, or
@@ -399,6 +506,25 @@ class HFSidecar:
                     found.add(token_id)
             self._null_ids = sorted(found)
         return self._null_ids
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _repeats(value: Any, earlier: list[Any]) -> bool:
+    """Whether a string repeats one of the ``earlier`` strings of its call, or holds one, or
+    is part of one (case aside): two parameters of a tool seldom take the same words, and a
+    row that answers another row's span again has most likely read the wrong one."""
+    if not isinstance(value, str) or not value.strip():
+        return False
+    mine = value.strip().lower()
+    return any(
+        isinstance(other, str)
+        and other.strip()
+        and (mine in other.strip().lower() or other.strip().lower() in mine)
+        for other in earlier
+    )
 
 
 def _function_first(

@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
@@ -165,7 +166,27 @@ class ValueConstraint:
         self.null_ok = null_ok
         self.max_candidates = max_candidates
         self.overrides = 0
+        self.inside_call = False
         self._memo: tuple[tuple[int, ...], str] | None = None
+
+    @property
+    def free_number(self) -> bool:
+        """Whether the row's value is a number with no options of its own (no enum)."""
+        kinds = self.shape.kinds - {"null"}
+        return bool(kinds) and kinds <= {"number", "integer"} and self.shape.enum is None
+
+    def in_call(self, ends: Collection[int]) -> ValueConstraint:
+        """The same rules for the row's value written inside a call
+        (``WaveOptions.joint_values``): it ends with one of ``ends`` (the tokens that start
+        ``,`` or ``}``), not with the end of the turn — where the value is not complete yet
+        such a token is part of it ("Boston, MA") — and it is a value, never ``null``."""
+        other = copy.copy(self)
+        other.stop_ids = frozenset(ends)
+        other.inside_call = True
+        other.null_ok = False
+        other.overrides = 0
+        other._memo = None
+        return other
 
     def _text(self, ids: Sequence[int]) -> str:
         """``decode(ids)``; the last answer is kept, since the text checked for the token
@@ -209,7 +230,10 @@ class ValueConstraint:
 
     def _allowed(self, text: str, generated: Sequence[int], token: int) -> bool:
         if token in self.stop_ids:
-            return self.complete(text, since=len(text))
+            if self.complete(text, since=len(text)):
+                return True
+            if not self.inside_call:
+                return False
         written = self._text([*generated, token])
         if written == text:  # a token that writes nothing (a special one) is no step of a value
             return False

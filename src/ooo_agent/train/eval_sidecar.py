@@ -291,6 +291,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(WaveOptions.whole_words)",
         "--request-case": "a string the sidecar capitalises where the request writes it in "
         "lower case takes the request's case (WaveOptions.request_case)",
+        "--joint-values": "the chosen tool's numbers are written again one after another in "
+        "its call, each reading the ones before it (WaveOptions.joint_values; with typed "
+        "values)",
     }
     for flag, effect in steers.items():
         parser.add_argument(
@@ -425,6 +428,9 @@ def wave_fields(args: argparse.Namespace) -> SidecarDefaults:
         fields["whole_words"] = args.whole_words == "on"
     if args.request_case != "auto":
         fields["request_case"] = args.request_case == "on"
+    if args.joint_values != "auto":
+        fields["joint_values"] = args.joint_values == "on"
+    fields["joint_values"] = fields["joint_values"] and fields["typed_values"]
     return fields
 
 
