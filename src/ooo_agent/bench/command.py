@@ -262,10 +262,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--sidecar-joint-values",
         choices=("auto", "on", "off"),
         default="auto",
-        help="on: a local sidecar writes the chosen tool's numbers again one after another in "
-        "its call, each reading the ones before it (WaveOptions.joint_values, with "
-        "--sidecar-typed-values; in this process only); auto (default): the preset's own "
-        "setting, else off",
+        help="on: a local sidecar writes the chosen tool's numbers, and each string that "
+        "repeats an earlier one, again one after another in its call, each reading the values "
+        "before it (WaveOptions.joint_values, with --sidecar-typed-values; in this process "
+        "only); auto (default): the preset's own setting, else off",
     )
     add_constraint_options(add, scope="every mode: ")
     add_decline_option(add, scope="every mode: ")

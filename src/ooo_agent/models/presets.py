@@ -106,8 +106,8 @@ class Preset:
     """Sidecars: whether a string the sidecar capitalises takes the request's lower case by
     default (``WaveOptions.request_case``)."""
     joint_values: bool = False
-    """Sidecars: whether the numbers of the chosen tool are written again in its call by
-    default (``WaveOptions.joint_values``)."""
+    """Sidecars: whether the numbers of the chosen tool, and each string that repeats an
+    earlier one, are written again in its call by default (``WaveOptions.joint_values``)."""
     format: str = "hermes"
     """Targets: the call format ``HFTarget.from_preset`` prompts with by default."""
     decline_below: float | None = None
@@ -178,8 +178,9 @@ PRESETS: dict[str, Preset] = {
             # A common noun it copies is written in the request's lower case, as the target
             # copies it: "marble", not "Marble" (§2.0zzzzzzzzzzzzzzzzzzz).
             request_case=True,
-            # Its numbers written again one after another in the call, each reading the ones
-            # before it: 4 for the second side of "sides 3, 4, and 5", not 5 (§2.0zzzzzzzzzzzzzzzzzzzzz).
+            # Its numbers, and a string that repeats another, written again one after another
+            # in the call, each reading the values before it: 4 for the second side of "sides
+            # 3, 4, and 5", not 5; "Australia" after the city "Sydney" (§2.0zzzzzzzzzzzzzzzzzzzzz).
             joint_values=True,
         ),
         Preset(

@@ -291,9 +291,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(WaveOptions.whole_words)",
         "--request-case": "a string the sidecar capitalises where the request writes it in "
         "lower case takes the request's case (WaveOptions.request_case)",
-        "--joint-values": "the chosen tool's numbers are written again one after another in "
-        "its call, each reading the ones before it (WaveOptions.joint_values; with typed "
-        "values)",
+        "--joint-values": "the chosen tool's numbers, and each string that repeats an earlier "
+        "one, are written again one after another in its call, each reading the values before "
+        "it (WaveOptions.joint_values; with typed values)",
     }
     for flag, effect in steers.items():
         parser.add_argument(
