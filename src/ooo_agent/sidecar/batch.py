@@ -464,24 +464,28 @@ class _Run:
 
     def _prefill_prefix(self, prefix_len: int, rows: int) -> Any:
         """The shared prefix's KV cache, repeated for ``rows`` rows."""
-        import torch
         from transformers import DynamicCache
 
         cache = DynamicCache(config=self.model.config)
         if prefix_len > 0:
-            ids = torch.tensor([self.prompts[0][:prefix_len]], device=self.device)
-            keep = torch.ones(1, prefix_len, dtype=torch.bool, device=self.device)
-            positions = torch.arange(prefix_len, device=self.device)[None]
-            self._forward(ids, keep, positions, cache)
+            self._extend(cache, 0, prefix_len)
             if rows > 1:
                 cache.batch_repeat_interleave(rows)
         return cache
 
+    def _extend(self, cache: Any, start: int, end: int) -> None:
+        """Run the first prompt's tokens ``start:end`` into ``cache`` (batch one, which holds
+        its tokens before ``start``)."""
+        import torch
+
+        ids = torch.tensor([self.prompts[0][start:end]], device=self.device)
+        keep = torch.ones(1, end, dtype=torch.bool, device=self.device)
+        positions = torch.arange(start, end, device=self.device)[None]
+        self._forward(ids, keep, positions, cache)
+
     def _kept_prefix(self, kept: KeptPrefix, prefix_len: int) -> Any:
         """The one row's prefix cache: ``kept``'s, cut back to the tokens this prompt shares
         with it and extended by the rest of the prefix (a new one when it shares none)."""
-        import torch
-
         prefix = self.prompts[0][:prefix_len]
         common = common_prefix_length([kept.ids, prefix]) if kept.cache is not None else 0
         if common == 0:
@@ -492,10 +496,7 @@ class _Run:
             cache.crop(-surplus)  # transformers 5: a negative count of tokens to drop
         kept.ids = kept.ids[:common]  # what the cache holds, should this run stop half-way
         if prefix_len > common:
-            ids = torch.tensor([prefix[common:]], device=self.device)
-            keep = torch.ones(1, prefix_len, dtype=torch.bool, device=self.device)
-            positions = torch.arange(common, prefix_len, device=self.device)[None]
-            self._forward(ids, keep, positions, cache)
+            self._extend(cache, common, prefix_len)
         return cache
 
     def _prefill_suffixes(self, cache: Any, prefix_len: int, rows: list[int]) -> Any:

@@ -428,20 +428,7 @@ class HFSidecar:
                 continue  # garbage is no argument of the call (the hint drops it too)
             if value is not None:
                 values.append((param, value))
-        if not any(_number(value) for _, value in values) and not any(
-            _repeats(value, [v for _, v in values[:n]]) for n, (_, value) in enumerate(values)
-        ):
-            return
-        if plan.choice_prompt is not None:
-            prompt = plan.choice_prompt  # the direct-call prompt the tool choice scored
-        else:
-            direct = build_wave_rows(
-                plan.request.messages,
-                plan.request.tools,
-                direct_call=True,
-                tool_list=self.options.tool_list,
-            )[-1]
-            prompt = self.template(direct.messages)
+        prompt: str | None = None  # the direct-call prompt, built for the first value asked
         # As a direct-call answer is written (json.dumps of {"name": ..., "parameters": ...}).
         call = direct_call_start(name) + 'parameters": {'
         kept = KeptPrefix()
@@ -453,6 +440,8 @@ class HFSidecar:
             number = _number(value) and row in constraints and constraints[row].free_number
             again = number or (row in constraints and _repeats(value, written))
             if row is not None and again:
+                if prompt is None:
+                    prompt = self._call_prompt(plan)
                 # A number ends where a comma or the call's brace follows it; a string where
                 # its closing quote does (it may hold a comma itself).
                 stops = (",", "}") if number else ('",', '"}')
@@ -476,6 +465,18 @@ class HFSidecar:
                     continue
             call += json.dumps(value, ensure_ascii=False)
             written.append(value)
+
+    def _call_prompt(self, plan: WavePlan) -> str:
+        """The direct-call prompt of ``plan``'s request (the one a scored tool choice read)."""
+        if plan.choice_prompt is not None:
+            return plan.choice_prompt
+        direct = build_wave_rows(
+            plan.request.messages,
+            plan.request.tools,
+            direct_call=True,
+            tool_list=self.options.tool_list,
+        )[-1]
+        return self.template(direct.messages)
 
     def call_end_token_ids(self) -> list[int]:
         """Ids of the tokens that end a value inside a call (``options.joint_values``):
