@@ -2,7 +2,9 @@
 `ooo-agent bench` run's `requests.jsonl` (not a timed test).
 
 A hint is exact when the record's `sidecar_predicted` parses to the record's first call. Also
-counts the `vanilla` outputs whose length fits one 33–64-token verification step.
+counts the `vanilla` outputs whose length fits one 33–64-token verification step, and the `ooo`
+requests whose wave ended after the call (`late`: such a record holds no final hint, so it is
+never counted exact, whatever the hint the target used was).
 
     python benchmarks/exact_hints.py bench-out/requests.jsonl
 """
@@ -19,7 +21,8 @@ from ooo_agent.bench.report import read_records
 
 
 def count(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """``{"exact": n, "forwards": {k: requests}, "outputs_33_64": n, "outputs": n}``."""
+    """``{"exact": n, "forwards": {k: requests}, "outputs_33_64": n, "outputs": n,
+    "late": n}``."""
     measured = [r for r in rows if not r["warmup"]]
     exact = [
         r
@@ -36,6 +39,7 @@ def count(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "forwards": dict(sorted(forwards.items())),
         "outputs_33_64": sum(33 <= n <= 64 for n in plain),
         "outputs": len(plain),
+        "late": sum(r["mode"] == "ooo" and r.get("sidecar_status") == "late" for r in measured),
     }
 
 
