@@ -44,6 +44,7 @@ from ooo_agent.models._cache import cache_root
 __all__ = [
     "BFCL_CATEGORIES",
     "BFCL_EVAL_CATEGORIES",
+    "BFCL_MULTI_TURN_CATEGORIES",
     "BFCL_NO_CALL_TRAIN_CATEGORIES",
     "BFCL_TRAIN_CATEGORIES",
     "BFCL_VERSION",
@@ -53,6 +54,8 @@ __all__ = [
     "functions_to_tools",
     "load_bfcl",
     "load_jsonl",
+    "load_multi_turn",
+    "multi_turn_function_names",
     "openai_safe_tools",
     "save_jsonl",
 ]
@@ -82,6 +85,15 @@ BFCL_TRAIN_CATEGORIES: tuple[str, ...] = (
 BFCL_NO_CALL_TRAIN_CATEGORIES: tuple[str, ...] = ("live_irrelevance",)
 """Live requests that no offered tool fits (the right answer is no call): opt-in training
 rows that answer in plain text (``python -m ooo_agent.train.data --live-irrelevance``)."""
+
+BFCL_MULTI_TURN_CATEGORIES: tuple[str, ...] = (
+    "multi_turn_base",
+    "multi_turn_miss_func",
+    "multi_turn_miss_param",
+    "multi_turn_long_context",
+)
+"""Multi-turn agent tasks over BFCL's executable toolsets: evaluation only (their function
+names are banned from training like every evaluation category's)."""
 
 BFCL_CATEGORIES: tuple[str, ...] = (
     BFCL_EVAL_CATEGORIES + BFCL_TRAIN_CATEGORIES + BFCL_NO_CALL_TRAIN_CATEGORIES
@@ -277,6 +289,46 @@ def load_bfcl(
             raise DatasetError(f"BFCL entry {entry['id']!r} has no possible answer")
         items.append(_bfcl_item(entry, category, gold_by_id.get(entry["id"], [])))
     return items
+
+
+def load_multi_turn(
+    category: str = "multi_turn_base",
+    *,
+    cache_dir: str | os.PathLike[str] | None = None,
+    limit: int | None = None,
+) -> tuple[list[dict[str, Any]], dict[str, list[Any]], dict[str, list[dict[str, Any]]]]:
+    """One multi-turn category as BFCL ships it: its entries (``question`` is a list of
+    turns, ``initial_config`` the toolset classes' state), the gold calls per turn by id, and
+    each toolset class's function docs (``multi_turn_func_doc/*.json``) by file stem."""
+    if category not in BFCL_MULTI_TURN_CATEGORIES:
+        raise DatasetError(
+            f"unknown multi-turn category {category!r}; known: "
+            + ", ".join(BFCL_MULTI_TURN_CATEGORIES)
+        )
+    path = bfcl_wheel(cache_dir)
+    try:
+        with zipfile.ZipFile(path) as wheel:
+            member = _data_member(wheel, category, answers=False)
+            if member is None:
+                raise DatasetError(f"category {category!r} is not in {path.name}")
+            entries = _read_jsonl_member(wheel, member)
+            answer_member = _data_member(wheel, category, answers=True)
+            answers = _read_jsonl_member(wheel, answer_member) if answer_member else []
+            docs = {
+                Path(name).stem: _read_jsonl_member(wheel, name)
+                for name in wheel.namelist()
+                if name.startswith(_DATA_PREFIX + "multi_turn_func_doc/") and name.endswith(".json")
+            }
+    except (zipfile.BadZipFile, OSError, json.JSONDecodeError) as exc:
+        raise DatasetError(f"cannot read BFCL data from {path}: {exc}") from exc
+    gold = {str(a["id"]): list(a["ground_truth"]) for a in answers}
+    return entries[:limit] if limit is not None else entries, gold, docs
+
+
+def multi_turn_function_names(cache_dir: str | os.PathLike[str] | None = None) -> frozenset[str]:
+    """Every function of BFCL's multi-turn toolsets (what training must not see)."""
+    _, _, docs = load_multi_turn(cache_dir=cache_dir, limit=0)
+    return frozenset(str(f["name"]) for functions in docs.values() for f in functions)
 
 
 def _language_of(category: str) -> Language:

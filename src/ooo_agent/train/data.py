@@ -8,6 +8,9 @@ Where requests come from (:func:`collect_requests`):
 - the project's generated multi-tool requests (``ooo_agent.train.generated``);
 - optionally (``--modifiers N``), generated look-ups whose optional arguments are named in the
   request (``ooo_agent.train.generated_modifiers``, source ``modifiers``);
+- optionally (``--agent N``), generated whole agent turns: conversations that hold calls and
+  their results, answered by the next move (``ooo_agent.train.generated_agent``, source
+  ``agent+KIND``, mixed as ``agent``);
 - optionally (``--quantities N``), generated finance and statistics requests whose numbers
   must be converted — percentages to fractions, "$2,000,000" / "213 million" to integers
   (``ooo_agent.train.generated_quantities``, source ``quantities``).
@@ -49,10 +52,12 @@ from ooo_agent.bench.datasets import (
     BFCL_NO_CALL_TRAIN_CATEGORIES,
     BFCL_TRAIN_CATEGORIES,
     load_bfcl,
+    multi_turn_function_names,
 )
 from ooo_agent.formats.base import ChatFormat
 from ooo_agent.train.examples import TrainRequest
 from ooo_agent.train.generated import NO_TOOL_ANSWER, generate_requests
+from ooo_agent.train.generated_agent import generate_agent_requests
 from ooo_agent.train.generated_modifiers import generate_modifier_requests
 from ooo_agent.train.generated_quantities import generate_quantity_requests
 
@@ -114,8 +119,9 @@ class DataStats:
 
 
 def evaluation_function_names(cache_dir: str | os.PathLike[str] | None = None) -> frozenset[str]:
-    """Every function name offered in an evaluation category (what training must not see)."""
-    names: set[str] = set()
+    """Every function name offered in an evaluation category, BFCL's multi-turn toolsets
+    included (what training must not see)."""
+    names: set[str] = set(multi_turn_function_names(cache_dir))
     for category in BFCL_EVAL_CATEGORIES:
         for item in load_bfcl(category, cache_dir=cache_dir):
             names.update(str(f["name"]) for f in item.schemas())
@@ -278,12 +284,13 @@ def collect_requests(
     modifiers: int = 0,
     quantities: int = 0,
     live_irrelevance: bool = False,
+    agent: int = 0,
 ) -> tuple[list[TrainRequest], dict[str, int]]:
     """Live BFCL requests + ``generated`` generated ones, decontaminated; a
     ``distractor_share`` of the single-tool live requests get similar tools added
     (:func:`add_distractors`). ``modifiers`` generated look-ups with named optional arguments
     join the pool (source ``modifiers``), ``quantities`` requests whose numbers must be
-    converted (source ``quantities``) and, with ``live_irrelevance``, the live requests no
+    converted (source ``quantities``), ``agent`` whole agent turns (source ``agent+KIND``) and, with ``live_irrelevance``, the live requests no
     offered tool fits (:func:`live_no_call_requests`, last, so that every draw without them
     is what it was).
 
@@ -294,6 +301,7 @@ def collect_requests(
     pool = live + generate_requests(generated, seed=seed)
     pool += generate_modifier_requests(modifiers, seed=seed)
     pool += generate_quantity_requests(quantities, seed=seed)
+    pool += generate_agent_requests(agent, seed=seed)
     if live_irrelevance:
         pool += live_no_call_requests(cache_dir)
     banned = evaluation_function_names(cache_dir) if banned is None else banned
@@ -364,6 +372,7 @@ def build_target_data(
     modifiers: int = 0,
     quantities: int = 0,
     live_irrelevance: bool = False,
+    agent: int = 0,
 ) -> DataStats:
     """Write ``train.jsonl``, ``eval.jsonl``, ``requests.jsonl`` and ``stats.json`` to ``out_dir``.
 
@@ -390,6 +399,7 @@ def build_target_data(
         modifiers=modifiers,
         quantities=quantities,
         live_irrelevance=live_irrelevance,
+        agent=agent,
     )
     stats = DataStats(
         dropped_contaminated=dropped["contaminated"],
@@ -457,6 +467,9 @@ def _without_a_distractor(request: TrainRequest, rng: random.Random) -> TrainReq
     dozens of tools; trimming its distractors keeps real multi-tool requests within a small
     model's prompt budget instead of dropping them."""
     called = {name for name, _ in request.calls}
+    for message in request.messages:  # an agent turn's earlier calls keep their tools too
+        for call in message.get("tool_calls") or ():
+            called.add(str(call["function"]["name"]))
     spare = [i for i, t in enumerate(request.tools) if t["function"]["name"] not in called]
     if not spare or len(request.tools) <= 2:
         return None
@@ -528,6 +541,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="generated requests whose numbers must be converted (percent, millions), to draw",
     )
     parser.add_argument(
+        "--agent",
+        type=int,
+        default=0,
+        help="generated whole agent turns (calls, results, the next move) to draw; "
+        "source 'agent' in --mix",
+    )
+    parser.add_argument(
         "--live-irrelevance",
         action="store_true",
         help="add BFCL live_irrelevance's requests (no offered tool fits) as rows answered "
@@ -578,6 +598,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         modifiers=args.modifiers,
         quantities=args.quantities,
         live_irrelevance=args.live_irrelevance,
+        agent=args.agent,
         fmt=get_format(args.format),
     )
     print(json.dumps(asdict(stats), indent=2))
