@@ -202,3 +202,52 @@ def test_tool_choice_applies_to_the_first_turn_only() -> None:
     assert result.errors[0].kind.value == "tool_choice"
     assert [c.name for c in result.calls] == ["add"] and result.final_text == "It is 5."
     assert [r.tool_choice for r in target.requests] == ["required", "auto", "auto"]
+
+
+ECHO = '<tool_response>\n{"result": 5}\n</tool_response>'
+
+
+def test_a_tool_response_echo_is_never_the_answer() -> None:
+    # The model echoes the result once, is told so, then answers: the answer is the second text.
+    target = ReplayTarget([call("add", a=2, b=3), ECHO, "2 + 3 is 5."])
+    result = run(Agent(FastToolCaller(target)).run("What is 2 + 3?", [add]))
+
+    assert result.stop_reason == "answer"
+    assert result.final_text == "2 + 3 is 5."
+    assert [e.kind.value for e in result.errors] == ["markup"]
+    # The corrective message went to the model before its third turn.
+    third_prompt = target.requests[2].messages
+    assert third_prompt[-1]["role"] == "user"
+    assert "<tool_response>" in third_prompt[-1]["content"]
+    assert "plain text" in third_prompt[-1]["content"]
+
+
+def test_a_second_markup_reply_ends_the_run_as_a_model_error() -> None:
+    target = ReplayTarget([call("add", a=2, b=3), ECHO, ECHO, "never read"])
+    result = run(Agent(FastToolCaller(target), max_retries=0).run("What is 2 + 3?", [add]))
+
+    assert result.stop_reason == "model_error"
+    assert result.final_text == ""
+    assert result.turns == 3
+    assert [r.value for r in result.results] == [5]  # the call that was made stands
+
+
+def test_markup_reply_is_an_invalid_call_for_callers_and_the_server() -> None:
+    from ooo_agent.integrations._protocol import completion_response
+
+    target = ReplayTarget([ECHO])
+    result = run(FastToolCaller(target).call([{"role": "user", "content": "hi"}], [add]))
+
+    assert result.text == ""
+    assert result.calls == []
+    assert [e.kind.value for e in result.errors] == ["markup"]
+    assert result.errors[0].raw == ECHO
+    body = completion_response(result, completion_id="x", model="m")
+    assert body["choices"][0]["message"]["content"] is None
+
+
+def test_plain_text_mentioning_a_tag_name_without_brackets_is_an_answer() -> None:
+    target = ReplayTarget(["The tool_response says 5."])
+    result = run(FastToolCaller(target).call([{"role": "user", "content": "hi"}], [add]))
+    assert result.text == "The tool_response says 5."
+    assert result.errors == []

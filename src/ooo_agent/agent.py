@@ -14,6 +14,9 @@ retry message. Each tool has a retry budget: when a tool's calls are rejected mo
 (``on_retry_budget="raise"``, the default: a model that keeps writing broken calls is a bug to
 see) or with a result whose ``stop_reason`` is ``"retry_budget"`` (``on_retry_budget="stop"``).
 A tool that raises is not a rejected call: its error is an ordinary tool result.
+A reply that holds the format's markup (an echoed ``<tool_response>``) is never taken as the
+answer: the model gets one corrective message, and a second such reply ends the run with
+``stop_reason="model_error"``.
 
 :meth:`Agent.stream` yields the same run as events for UIs.
 """
@@ -25,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ooo_agent.caller import FastToolCaller, ToolsLike
-from ooo_agent.calls import CallError, CallResult, CallStats, ToolCall, ToolResult
+from ooo_agent.calls import CallError, CallErrorKind, CallResult, CallStats, ToolCall, ToolResult
 from ooo_agent.errors import RetryBudgetExceeded
 from ooo_agent.targets.base import Target, ToolChoice
 from ooo_agent.tools import Toolset
@@ -43,9 +46,10 @@ __all__ = [
     "ValidationErrorEvent",
 ]
 
-StopReason = Literal["answer", "max_turns", "retry_budget"]
-"""Why a run ended: the model answered in text, the turn budget ran out, or a tool's retry
-budget ran out (only with ``on_retry_budget="stop"``)."""
+StopReason = Literal["answer", "max_turns", "retry_budget", "model_error"]
+"""Why a run ended: the model answered in text, the turn budget ran out, a tool's retry
+budget ran out (only with ``on_retry_budget="stop"``), or the model wrote the format's own
+markup instead of an answer twice (``model_error``)."""
 
 UNKNOWN_TOOL_KEY = "<unknown>"
 """Retry-budget key for rejected calls that name no tool at all."""
@@ -229,6 +233,7 @@ class Agent:
         history = self._initial_messages(messages)
         run = AgentResult(messages=history, final_text="", turns=0)
         failures: dict[str, int] = {}
+        markup_replies = 0
 
         for turn in range(1, budget + 1):
             yield TurnStart(turn)
@@ -247,7 +252,12 @@ class Agent:
                 yield ToolResultEvent(turn, tool_result)
 
             exhausted: CallError | None = None
+            markup = any(e.kind is CallErrorKind.MARKUP for e in result.errors)
+            markup_replies += markup
             for error in result.errors:
+                if error.kind is CallErrorKind.MARKUP:
+                    yield ValidationErrorEvent(turn, error, max(1 - markup_replies, 0))
+                    continue
                 key = error.name or UNKNOWN_TOOL_KEY
                 failures[key] = failures.get(key, 0) + 1
                 left = self.max_retries - failures[key]
@@ -256,6 +266,10 @@ class Agent:
                     exhausted = error
 
             history.extend(turn_messages(result))
+            if markup and markup_replies > 1:
+                run.stop_reason = "model_error"
+                yield FinalAnswer(run)
+                return
             if exhausted is not None:
                 if self.on_retry_budget == "raise":
                     raise RetryBudgetExceeded(

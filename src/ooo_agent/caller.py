@@ -27,6 +27,7 @@ import anyio.from_thread
 from ooo_agent.calls import CallError, CallErrorKind, CallResult, RawCall, SidecarStats, ToolCall
 from ooo_agent.context import ToolContext
 from ooo_agent.dispatch import dispatch as dispatch_calls
+from ooo_agent.formats.base import ChatFormat
 from ooo_agent.sidecar.base import Hint, HintBox, Sidecar, SidecarRequest
 from ooo_agent.speculation import Speculator
 from ooo_agent.targets.base import (
@@ -274,7 +275,13 @@ class FastToolCaller:
         if fmt is None:
             return [], [], generation.text
         parsed = fmt.parse(generation.text)
-        return list(parsed.calls), list(parsed.errors), parsed.text
+        errors = list(parsed.errors)
+        text = parsed.text
+        markup = markup_error(fmt, text)
+        if markup is not None:
+            errors.append(markup)
+            text = ""
+        return list(parsed.calls), errors, text
 
     async def _run_wave(
         self,
@@ -375,3 +382,18 @@ def _on_event_loop(
             anyio.from_thread.run_sync(stop)
 
     return listener
+
+
+def markup_error(fmt: ChatFormat, text: str) -> CallError | None:
+    """A :attr:`CallErrorKind.MARKUP` error when ``text`` (a reply outside its parsed calls)
+    holds one of the format's own tags, e.g. an echoed ``<tool_response>`` block."""
+    found = [tag for tag in fmt.markup_tags if tag in text]
+    if not found:
+        return None
+    return CallError(
+        CallErrorKind.MARKUP,
+        f"Your reply contained {found[0]} markup, which only the system writes: it is neither "
+        "an answer nor a call. Answer the user in plain text, using the tool results above, "
+        "or make a proper tool call.",
+        raw=text,
+    )

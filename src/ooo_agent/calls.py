@@ -78,6 +78,9 @@ class CallErrorKind(str, Enum):
     MALFORMED_CALL = "malformed_call"
     TOOL_CHOICE = "tool_choice"
     """The call (or its absence) breaks the request's ``tool_choice``."""
+    MARKUP = "markup"
+    """The reply holds the format's own markup outside a call (a tool-result echo, a stray
+    call tag): not an answer, and not a call that could be read."""
 
 
 @dataclass(frozen=True)

@@ -72,6 +72,10 @@ class ChatFormat(ABC):
 
     name: str
 
+    markup_tags: tuple[str, ...] = ()
+    """Tags only the runtime writes into a conversation (tool-result blocks, call tags):
+    a reply that holds one outside a parsed call is a model error, not an answer."""
+
     @abstractmethod
     def render_messages(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[ToolDict]

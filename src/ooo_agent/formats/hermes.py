@@ -85,6 +85,8 @@ class HermesFormat(ChatFormat):
 
     name = "hermes"
 
+    markup_tags = ("<tool_response>", "</tool_response>", _OPEN, _CLOSE)
+
     def __init__(self, *, description_first: bool = False) -> None:
         self.description_first = description_first
 

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ooo_agent.calls import CallResult
+from ooo_agent.calls import CallErrorKind, CallResult
 from ooo_agent.integrations._openai import (
     finish_reason,
     preexecuted_results,
@@ -133,7 +133,10 @@ def error_body(message: str, type: str, param: str | None = None, code: str | No
 
 
 def response_content(result: CallResult) -> str | None:
-    """The assistant text; when every call was rejected the client sees what the model wrote."""
+    """The assistant text; when every call was rejected the client sees what the model wrote,
+    except markup (an echoed tool result): that is reported as an invalid call only."""
+    if any(e.kind is CallErrorKind.MARKUP for e in result.errors):
+        return None
     if result.errors and not result.calls:
         return result.raw_text or None
     return result.text or None
