@@ -353,6 +353,48 @@ def test_sidecar_wave_defaults_are_the_presets_own_else_the_method_as_published(
     WaveOptions(**sidecar_wave_defaults(embedded.name))  # every field is one of WaveOptions'
 
 
+def test_from_preset_decodes_with_the_demos_constraints_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The preset's constructor arguments, without loading the model: the constraints the demo
+    and the README's figures decode with are on; each keyword given turns its own off."""
+    import ooo_agent.models
+    from ooo_agent.targets.hf import HFTarget
+
+    class Recorded(HFTarget):
+        def __init__(self, model: Any, tokenizer: Any, *args: Any, **options: Any) -> None:
+            self.options = options
+
+    monkeypatch.setattr(ooo_agent.models, "load_preset", lambda name, **kw: ("model", "tokenizer"))
+    default = Recorded.from_preset("smollm2-135m-toolcall")
+    assert isinstance(default, Recorded)
+    on = {"constrain_names": True, "constrain_mentioned": True, "constrain_values": True}
+    assert on.items() <= default.options.items()
+    assert default.options["format"] == "hermes-description-first"
+    assert default.options["decline_below"] == 0.98
+    off = Recorded.from_preset("smollm2-135m-toolcall", constrain_values=False)
+    assert isinstance(off, Recorded)
+    assert off.options["constrain_values"] is False and off.options["constrain_names"] is True
+    # The demo builds its targets with the same defaults.
+    import io
+
+    import ooo_agent.targets.hf
+    from ooo_agent import demo
+    from ooo_agent.sidecar.hf import HFSidecar
+
+    def no_sidecar(name: str) -> None:
+        raise ModelNotAvailableError("not in this test")
+
+    monkeypatch.setattr(ooo_agent.targets.hf, "HFTarget", Recorded)
+    monkeypatch.setattr(HFSidecar, "from_preset", no_sidecar)
+    loaded = demo._load_embedded(demo.Console(file=io.StringIO()))
+    assert loaded is not None
+    for target in loaded[0].values():
+        assert isinstance(target, Recorded)
+        assert on.items() <= target.options.items()
+        assert target.options["decline_below"] == 0.98
+
+
 @pytest.mark.slow
 def test_from_preset_prompts_with_the_presets_format_unless_told_otherwise() -> None:
     from ooo_agent.errors import ModelNotAvailableError
@@ -367,3 +409,6 @@ def test_from_preset_prompts_with_the_presets_format_unless_told_otherwise() -> 
     # And declines where it is not sure a call is wanted, unless told otherwise.
     assert target.decline_below == 0.98
     assert HFTarget(target.model, target.tokenizer).decline_below is None
+    # And decodes under the demo's constraints.
+    assert target.constrain_names and target.constrain_mentioned and target.constrain_values
+    assert target.constrain_arguments

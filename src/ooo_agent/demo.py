@@ -107,12 +107,18 @@ def _load_embedded(console: Console) -> tuple[dict[Mode, Target], Any] | None:
     """One target per mode over the same weights, so that no mode's memory (retrieval of
     earlier outputs, prefix cache, learned draft rates) ever sees another mode's answer."""
     try:
-        from ooo_agent.models import load_preset, target_decline_below, target_format
+        from ooo_agent.models import (
+            load_preset,
+            target_constraints,
+            target_decline_below,
+            target_format,
+        )
         from ooo_agent.targets.hf import HFTarget
 
         model, tokenizer = load_preset("smollm2-135m-toolcall")
         fmt = target_format("smollm2-135m-toolcall")
         decline_below = target_decline_below("smollm2-135m-toolcall")
+        constraints = target_constraints("smollm2-135m-toolcall")
     except Exception as exc:
         console.print(f"[yellow]Embedded model unavailable ({exc}).[/]")
         return None
@@ -121,17 +127,16 @@ def _load_embedded(console: Console) -> tuple[dict[Mode, Target], Any] | None:
     # declared types, written as the tool and the request say: a rate stated in percent as a
     # fraction, "City, State" where asked, amounts whole), in every mode alike (the modes stay
     # token-identical to constrained greedy decoding); no call where the target's first token
-    # gives one less than the preset's threshold.
+    # gives one less than the preset's threshold: the preset's defaults, as
+    # HFTarget.from_preset() decodes.
     targets: dict[Mode, Target] = {
         mode: HFTarget(
             model,
             tokenizer,
             fmt,
             num_threads=1,
-            constrain_names=True,
-            constrain_mentioned=True,
-            constrain_values=True,
             decline_below=decline_below,
+            **constraints,
         )
         for mode in ("vanilla", "toolspec", "ooo")
     }

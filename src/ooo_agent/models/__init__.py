@@ -26,6 +26,7 @@ from ooo_agent.models.presets import (
     sidecar_dtype,
     sidecar_tool_list,
     sidecar_wave_defaults,
+    target_constraints,
     target_decline_below,
     target_format,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "sidecar_tool_list",
     "sidecar_wave_defaults",
     "smollm2_dir",
+    "target_constraints",
     "target_decline_below",
     "target_format",
 ]

@@ -28,6 +28,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
+from ooo_agent.decoding.flags import ConstraintOptions
 from ooo_agent.errors import ModelNotAvailableError
 from ooo_agent.models.smollm2 import SMOLLM2_NAME, _as_dtype, ensure_smollm2, load_smollm2
 
@@ -56,6 +57,7 @@ __all__ = [
     "sidecar_dtype",
     "sidecar_tool_list",
     "sidecar_wave_defaults",
+    "target_constraints",
     "target_format",
 ]
 
@@ -113,6 +115,15 @@ class Preset:
     decline_below: float | None = None
     """Targets: ``HFTarget.from_preset``'s decline threshold by default (``None``: never
     declines); see :mod:`ooo_agent.decoding.decline`."""
+    constrain_names: bool = False
+    """Targets: whether ``HFTarget.from_preset`` holds call names to the offered tools by
+    default (``HFTarget(constrain_names=...)``)."""
+    constrain_mentioned: bool = False
+    """Targets: whether it holds arguments to the tool's schema, the optional parameters the
+    request names counted as required, by default (``HFTarget(constrain_mentioned=...)``)."""
+    constrain_values: bool = False
+    """Targets: whether it holds values to the tool's and the request's conventions by
+    default (``HFTarget(constrain_values=...)``)."""
 
     @property
     def from_hub(self) -> bool:
@@ -145,6 +156,12 @@ PRESETS: dict[str, Preset] = {
             # words when its first token gives a call less than 98 % (docs/benchmarks.md
             # §2.0zzzzzzzzzzzzzzz).
             decline_below=0.98,
+            # Decoded as the demo and every README figure decode it: names, arguments (named
+            # optionals included) and value conventions held while decoding; unconstrained,
+            # a pydantic-model argument came back as a string and valid requests were lost.
+            constrain_names=True,
+            constrain_mentioned=True,
+            constrain_values=True,
         ),
         Preset(
             name="smollm2-135m-sidecar",
@@ -268,6 +285,25 @@ def target_decline_below(spec: str) -> float | None:
     """A target preset's decline threshold (``None`` for a folder or a preset without one)."""
     preset = PRESETS.get(spec)
     return preset.decline_below if preset is not None else None
+
+
+def target_constraints(spec: str) -> ConstraintOptions:
+    """The ``HFTarget`` constraint keywords a target named ``spec`` decodes with by default:
+    a preset's own ``constrain_names`` / ``constrain_mentioned`` / ``constrain_values`` (all
+    off for a folder or a hub id; ``constrain_json`` and ``constrain_arguments`` off, which the
+    last two imply anyway). Each can be passed as ``False`` to turn it off."""
+    preset = PRESETS.get(spec, _NO_PRESET)
+    return ConstraintOptions(
+        constrain_names=preset.constrain_names,
+        constrain_json=False,
+        constrain_arguments=False,
+        constrain_mentioned=preset.constrain_mentioned,
+        constrain_values=preset.constrain_values,
+    )
+
+
+_NO_PRESET = Preset(name="", role="target", base="")
+"""The defaults of a target that is no preset: unconstrained decoding."""
 
 
 def target_format(spec: str) -> str:

@@ -202,14 +202,24 @@ class HFTarget:
         project's tool-calling adapter, Hermes calls with each tool's description listed
         before its name (the preset's ``format``; pass ``format=`` to choose another), no call
         where its first token gives one less than 98 % (the preset's ``decline_below``; pass
-        ``decline_below=None`` to always let it call). Raises
+        ``decline_below=None`` to always let it call), and calls decoded under the constraints
+        the demo and the README's figures use (the preset's ``constrain_names``,
+        ``constrain_mentioned`` and ``constrain_values``; pass any as ``False`` to turn it off,
+        all three for unconstrained decoding). Raises
         :class:`~ooo_agent.errors.ModelNotAvailableError` when the preset cannot be obtained.
         """
-        from ooo_agent.models import load_preset, target_decline_below, target_format
+        from ooo_agent.models import (
+            load_preset,
+            target_constraints,
+            target_decline_below,
+            target_format,
+        )
 
         model, tokenizer = load_preset(name, merge=True, dtype=dtype)
         kwargs.setdefault("format", target_format(name))
         kwargs.setdefault("decline_below", target_decline_below(name))
+        for keyword, on in target_constraints(name).items():
+            kwargs.setdefault(keyword, on)
         return cls(model, tokenizer, **kwargs)
 
     # -- Target protocol -----------------------------------------------------------------
