@@ -196,6 +196,34 @@ def test_decline_below_reaches_the_embedded_target(
         _serve.build_app(parse("--replay", str(replay), "--decline-below", "0.5"))
 
 
+def test_the_embedded_target_is_constrained_unless_a_flag_turns_one_off(
+    monkeypatch: pytest.MonkeyPatch, replay: Path
+) -> None:
+    asked: list[dict[str, Any]] = []
+
+    def load_target(name: str, **options: Any) -> ReplayTarget:
+        asked.append(options)
+        target = ReplayTarget(["hi"])
+        for keyword, _ in _serve.SERVE_CONSTRAINTS:  # as HFTarget.from_preset sets them
+            setattr(target, keyword, options.get(keyword, True))
+        return target
+
+    monkeypatch.setattr(_serve, "load_preset_target", load_target)
+    monkeypatch.setattr(_serve, "load_preset_sidecar", lambda name: NullSidecar())
+    line = _serve.build_app(parse()).line
+    assert asked.pop() == {}  # the preset's own defaults: every constraint on
+    assert "; constrained: names, mentioned, values" in line
+    line = _serve.build_app(parse("--no-constrain-values")).line
+    assert asked.pop() == {"constrain_values": False}
+    assert line.endswith("; constrained: names, mentioned]")
+    off = ("--no-constrain-names", "--no-constrain-mentioned", "--no-constrain-values")
+    line = _serve.build_app(parse(*off)).line
+    assert asked.pop() == dict.fromkeys(("constrain_names", "constrain_mentioned", "constrain_values"), False)
+    assert "; unconstrained" in line
+    with pytest.raises(_serve.StartupError, match="--no-constrain-names applies to an embedded model"):
+        _serve.build_app(parse("--replay", str(replay), "--no-constrain-names"))
+
+
 def test_the_startup_line_names_the_decline_threshold(monkeypatch: pytest.MonkeyPatch) -> None:
     target = ReplayTarget(["hi"])
     monkeypatch.setattr(_serve, "load_preset_target", lambda name, **options: target)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PRESET_SIDECARS",
+    "SERVE_CONSTRAINTS",
     "ServeApp",
     "StartupError",
     "add_serve_arguments",
@@ -51,6 +52,12 @@ QWEN3_TEMPLATE = "qwen3"
 """``--sidecar-template`` for the Qwen3 ChatML prompt (empty think block), the default."""
 PRESET_SIDECARS = {"smollm2-135m-toolcall": "smollm2-135m-sidecar"}
 """The sidecar preset used by default with a target preset (``--sidecar`` not given)."""
+SERVE_CONSTRAINTS = (
+    ("constrain_names", "call names to the offered tools"),
+    ("constrain_mentioned", "arguments to the tool's schema (named optional parameters required)"),
+    ("constrain_values", "values to the tool's and the request's conventions"),
+)
+"""The constraints a preset target decodes with by default, each with a ``--no-...`` flag."""
 
 
 class StartupError(Exception):
@@ -103,6 +110,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         "first token, is below P; 'off' always lets it call (default: the preset's, 0.98 for "
         "smollm2-135m-toolcall)",
     )
+    for keyword, what in SERVE_CONSTRAINTS:
+        parser.add_argument(
+            "--no-" + keyword.replace("_", "-"),
+            dest=keyword,
+            action="store_false",
+            help=f"decode the embedded target without holding {what} (HFTarget({keyword}=False); "
+            "on by default, as the demo and the README's figures decode)",
+        )
     parser.add_argument(
         "--mode",
         choices=["vanilla", "toolspec", "ooo"],
@@ -261,6 +276,11 @@ def build_app(args: argparse.Namespace) -> ServeApp:
     threshold = getattr(target, "decline_below", None)
     if isinstance(threshold, float | int) and not isinstance(threshold, bool):
         details.append(f"declines below {threshold:g}")
+    held = [k.removeprefix("constrain_") for k, _ in SERVE_CONSTRAINTS if getattr(target, k, None) is True]
+    if held:
+        details.append(f"constrained: {', '.join(held)}")
+    elif from_preset:
+        details.append("unconstrained")
     if len(server_tools):
         details.append(f"server tools: {', '.join(runnable) or 'none runnable'}")
         notes.extend(
@@ -307,12 +327,17 @@ def _target(args: argparse.Namespace) -> tuple[Target, str, str, bool]:
     from ooo_agent.targets.replay import ReplayTarget
 
     threshold = getattr(args, "decline_below", PRESET_THRESHOLD)
+    turned_off = [k for k, _ in SERVE_CONSTRAINTS if getattr(args, k, True) is False]
     if args.replay is not None:
         if threshold != PRESET_THRESHOLD:
             raise StartupError("--decline-below applies to an embedded model, not to --replay")
+        if turned_off:
+            flag = "--no-" + turned_off[0].replace("_", "-")
+            raise StartupError(f"{flag} applies to an embedded model, not to --replay")
         replay = ReplayTarget(load_replay_outputs(args.replay), format=args.format, cycle=True)
         return replay, "replay", "recorded outputs", False
-    options = {} if threshold == PRESET_THRESHOLD else {"decline_below": threshold}
+    options: dict[str, Any] = {} if threshold == PRESET_THRESHOLD else {"decline_below": threshold}
+    options.update(dict.fromkeys(turned_off, False))  # the rest: the preset's own (on)
     try:
         target = load_preset_target(args.preset, **options)
         return target, args.preset, f"embedded model {args.preset}", True
