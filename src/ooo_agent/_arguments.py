@@ -21,12 +21,22 @@ if TYPE_CHECKING:
     from jsonschema.exceptions import ValidationError as SchemaValidationError
     from jsonschema.protocols import Validator
 
-__all__ = ["ArgumentsError", "decode_arguments", "json_path", "schema_errors"]
+__all__ = [
+    "ArgumentsError",
+    "decode_arguments",
+    "json_path",
+    "not_json_data",
+    "reject_duplicate_keys",
+    "schema_errors",
+]
 
 MAX_DEPTH = 64
 """Deepest nesting accepted in arguments; deeper input is refused before it is walked."""
 _MAX_ERRORS = 100
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# A UTF-16 surrogate code point in a Python str is always a lone one: JSON's escaped pairs
+# ("\\ud83d\\ude00") decode to the one character they stand for.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -36,6 +46,8 @@ class ArgumentsError:
     kind: CallErrorKind
     message: str
     detail: str
+    path: str = "$"
+    """Where in the arguments the problem is."""
 
 
 def json_path(parts: Iterable[Any]) -> str:
@@ -53,6 +65,62 @@ def json_path(parts: Iterable[Any]) -> str:
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON value")
+
+
+def reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's ``object_pairs_hook``: the object, or ``ValueError`` for a key written
+    twice (which of the two values was meant cannot be known)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"the key \"{_shown(key)}\" appears twice in one object")
+        out[key] = value
+    return out
+
+
+def _shown(text: str, limit: int = 40) -> str:
+    """``text`` clipped, with lone surrogates written as ``\\udXXX`` escapes."""
+    text = text if len(text) <= limit else text[: limit - 1] + "…"
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def not_json_data(value: Any) -> tuple[str, str] | None:
+    """Where and why ``value`` is not plain, finite, valid-Unicode JSON data: ``(path,
+    reason)`` for the first problem found, or None. Catches what ``json`` lets through: lone
+    UTF-16 surrogates (in strings and keys) and NaN / ±Infinity."""
+    stack: list[tuple[Any, tuple[Any, ...]]] = [(value, ())]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str):
+            found = _SURROGATE.search(item)
+            if found:
+                return json_path(path), (
+                    f"holds a lone UTF-16 surrogate (\\u{ord(found.group()):04x}), "
+                    "which is not text; write the character itself"
+                )
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return json_path(path), f"{item} is not a JSON number"
+        elif isinstance(item, dict):
+            if len(path) > MAX_DEPTH:
+                return json_path(path), "nested too deeply"
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    return json_path(path), f"object key {key!r} is not a string"
+                found = _SURROGATE.search(key)
+                if found:
+                    return json_path(path), (
+                        f"the key \"{_shown(key)}\" holds a lone UTF-16 surrogate "
+                        f"(\\u{ord(found.group()):04x}), which is not text"
+                    )
+                stack.append((child, (*path, key)))
+        elif isinstance(item, list | tuple):
+            if len(path) > MAX_DEPTH:
+                return json_path(path), "nested too deeply"
+            stack.extend((child, (*path, i)) for i, child in enumerate(item))
+        elif not (item is None or isinstance(item, bool | int)):
+            return json_path(path), f"a {type(item).__name__} is not JSON data"
+    return None
 
 
 def _finite_float(text: str) -> float:
@@ -121,8 +189,13 @@ def _plain_json(value: Any, depth: int = 0) -> Any:
 
 def _loads(text: str, lenient: bool) -> Any:
     # ``strict=False`` lets raw control characters (a literal newline) sit inside strings.
+    # A key written twice is an error in both modes: which value was meant is unknowable.
     return json.loads(
-        text, strict=not lenient, parse_constant=_reject_constant, parse_float=_finite_float
+        text,
+        strict=not lenient,
+        parse_constant=_reject_constant,
+        parse_float=_finite_float,
+        object_pairs_hook=reject_duplicate_keys,
     )
 
 
@@ -183,6 +256,12 @@ def decode_arguments(arguments: Any, *, lenient: bool) -> dict[str, Any] | Argum
             CallErrorKind.SCHEMA_VIOLATION,
             f"are nested too deeply (more than {MAX_DEPTH} levels).",
             "nested too deeply",
+        )
+    problem = not_json_data(value)
+    if problem is not None:
+        path, reason = problem
+        return ArgumentsError(
+            CallErrorKind.MALFORMED_JSON, f"are not valid: {path} {reason}.", reason, path
         )
     return value
 

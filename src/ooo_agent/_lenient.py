@@ -2,19 +2,24 @@
 
 Models get the *shape* of arguments right far more often than the exact JSON types. In
 lenient mode, before validation, each value is looked at against the schema position it
-sits in, and only unambiguous fixes are made:
+sits in, and only these unambiguous fixes are made (the policy of ``docs/tools.md``):
 
-* a string holding JSON where an object or array is wanted → the decoded object or array;
-* a numeric string where an integer / number is wanted → the number (``"3"`` → ``3``);
-* ``"true"`` / ``"false"`` where a boolean is wanted → the boolean;
-* an integer where a string is wanted → its decimal text (zip codes, ids);
+* ``"true"`` / ``"false"`` (exactly) where a boolean is wanted → the boolean;
+* a string whose whole text is a JSON number where a number is wanted → that number, finite
+  (``"2.5"`` → ``2.5``; an integer parameter takes only integer text, ``"3"`` → ``3``);
+* ``"null"`` where null is wanted and a string is not;
+* a string holding JSON where an object or array is wanted → the decoded object or array
+  (decoded as strictly as the arguments themselves: no duplicate keys, no NaN);
+* an integer where a string is wanted → its decimal text (ids written without quotes);
 * an integral float where an integer is wanted → the integer (``2.0`` → ``2``);
-* keys an object schema does not declare are dropped, unless the schema explicitly allows
-  additional properties (``additionalProperties: true`` or a schema, or
-  ``patternProperties``): the function behind the tool could not receive them anyway.
+* keys an object schema does not declare are dropped where the schema says nothing of other
+  keys; where it forbids them (``additionalProperties: false``) they are kept, for the
+  validator to reject.
 
-Nothing here raises on odd input; a value that cannot be fixed is left for the validator
-to report.
+Nothing else is converted: not ``"1"`` / ``"yes"`` / ``1`` to a boolean, not ``True`` to a
+number, not ``"1_000"``, ``"+3"``, ``" 3"`` or non-ASCII digits. A subschema marked
+``"x-destructive": true`` is left exactly as written, with everything inside it. Nothing
+here raises on odd input; a value that cannot be fixed is left for the validator to report.
 """
 
 from __future__ import annotations
@@ -24,13 +29,32 @@ import math
 import re
 from typing import Any
 
+from ooo_agent._arguments import reject_duplicate_keys
 from ooo_agent._schema import json_type_of, resolve_ref
 
-__all__ = ["loosen"]
+__all__ = ["DESTRUCTIVE", "loosen"]
+
+DESTRUCTIVE = "x-destructive"
+"""Schema keyword: ``"x-destructive": true`` on a (sub)schema turns every lenient fix off
+inside it; ``@tool(destructive=True)`` does the same for a whole tool."""
 
 _MAX_DEPTH = 64
-_INT_RE = re.compile(r"[+-]?\d{1,30}")
-_NUMBER_RE = re.compile(r"[+-]?(\d{1,30}(\.\d{0,30})?|\.\d{1,30})([eE][+-]?\d{1,3})?")
+# JSON's own number grammar, ASCII digits only (``re.ASCII``: ``\d`` would take any digit).
+_INT_RE = re.compile(r"-?(?:0|[1-9][0-9]{0,29})", re.ASCII)
+_NUMBER_RE = re.compile(
+    r"-?(?:0|[1-9][0-9]{0,29})(?:\.[0-9]{1,30})?(?:[eE][+-]?[0-9]{1,3})?", re.ASCII
+)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("out of range")
+    return value
 
 
 def _declared_types(schema: dict[str, Any]) -> set[str]:
@@ -62,20 +86,25 @@ def _convert(value: Any, types: set[str]) -> tuple[bool, Any]:
         text = value.strip()
         if types & {"object", "array"} and text[:1] in ("{", "["):
             try:
-                decoded = json.loads(text)
+                decoded = json.loads(
+                    text,
+                    parse_constant=_reject_constant,
+                    parse_float=_finite_float,
+                    object_pairs_hook=reject_duplicate_keys,
+                )
             except (ValueError, RecursionError):
                 decoded = None
             if json_type_of(decoded) in types:
                 return True, decoded
-        if "integer" in types and _INT_RE.fullmatch(text):
-            return True, int(text)
-        if "number" in types and _NUMBER_RE.fullmatch(text):
-            number = float(text)
+        if "integer" in types and _INT_RE.fullmatch(value):
+            return True, int(value)
+        if "number" in types and _NUMBER_RE.fullmatch(value):
+            number = float(value)
             if math.isfinite(number):
                 return True, int(number) if number.is_integer() and abs(number) < 2**53 else number
-        if "boolean" in types and text.lower() in ("true", "false"):
-            return True, text.lower() == "true"
-        if "null" in types and text.lower() in ("null", "none"):
+        if "boolean" in types and value in ("true", "false"):
+            return True, value == "true"
+        if "null" in types and value == "null":
             return True, None
     elif isinstance(value, float) and "integer" in types and value.is_integer():
         return True, int(value)
@@ -98,7 +127,9 @@ def _loosen_object(value: dict[str, Any], schema: dict[str, Any], root: dict[str
     properties = schema.get("properties")
     properties = properties if isinstance(properties, dict) else {}
     extra = schema.get("additionalProperties")
-    keeps_extra = extra is True or isinstance(extra, dict) or "patternProperties" in schema
+    # Keys the schema forbids (``additionalProperties: false``) stay, for the validator to
+    # reject: dropping them would run the call without what the model asked for.
+    keeps_extra = extra is not None or "patternProperties" in schema
     # A free-form object (no declared keys, no policy) keeps everything it was given.
     free_form = not properties and extra is None
     out: dict[str, Any] = {}
@@ -115,7 +146,7 @@ def _loosen_object(value: dict[str, Any], schema: dict[str, Any], root: dict[str
 def loosen(value: Any, schema: Any, root: dict[str, Any], depth: int = 0) -> Any:
     """``value`` with the unambiguous fixes listed in the module docstring applied."""
     schema = resolve_ref(root, schema)
-    if not isinstance(schema, dict) or depth > _MAX_DEPTH:
+    if not isinstance(schema, dict) or depth > _MAX_DEPTH or schema.get(DESTRUCTIVE) is True:
         return value
     for key in ("allOf",):  # merge simple allOf wrappers (pydantic emits them for refs)
         parts = schema.get(key)

@@ -34,6 +34,25 @@ def _is_async_callable(fn: Callable[..., Any] | None) -> bool:
     )
 
 
+def _mark_coroutine_function(obj: Any, handler: Callable[..., Any]) -> None:
+    """Make ``inspect.iscoroutinefunction(obj)`` true, as it is for the async ``handler`` that
+    ``obj`` wraps, so frameworks that inspect a callable (LangChain's ``@tool`` conversion,
+    hence LangGraph's ``ToolNode``) await it instead of returning the coroutine.
+
+    Python 3.12+ reads a marker (``inspect.markcoroutinefunction``); older versions read the
+    function-like attributes, taken from the handler."""
+    mark = getattr(inspect, "markcoroutinefunction", None)
+    if mark is not None:
+        mark(obj)
+        return
+    func = getattr(handler, "__func__", handler)  # a bound method: its function
+    code = getattr(func, "__code__", None)
+    if isinstance(code, types.CodeType):
+        obj.__code__ = code
+        obj.__defaults__ = getattr(func, "__defaults__", None)
+        obj.__kwdefaults__ = getattr(func, "__kwdefaults__", None)
+
+
 class Tool:
     """A tool a model can call. Build one with :func:`tool`, :meth:`from_model` or
     :meth:`from_openai`; it stays callable as the function it wraps.
@@ -42,6 +61,10 @@ class Tool:
         timeout: Seconds a call may run before :func:`ooo_agent.dispatch.dispatch` gives up.
         sequential: When True the tool never runs alongside another call of the same turn.
         read_only: The tool has no side effects, so it may be run speculatively.
+        destructive: The tool does what cannot be undone (deletes, pays, sends): its
+            arguments get none of lenient mode's repairs, only what strict mode accepts.
+        dedupe: Identical calls of one turn (same canonical arguments) run once and share
+            the result (the default); False runs each of them.
     """
 
     def __init__(
@@ -53,8 +76,14 @@ class Tool:
         sequential: bool = False,
         read_only: bool = False,
         bound: bool = False,
+        destructive: bool = False,
+        dedupe: bool = True,
     ) -> None:
         check_policy(core.name, timeout)
+        if read_only and destructive:
+            raise ToolDefinitionError(
+                f"tool {core.name!r}: a tool cannot be both read_only and destructive"
+            )
         if handler is not None and not callable(handler):
             raise ToolDefinitionError(f"tool {core.name!r}: handler {handler!r} is not callable")
         self._core = core
@@ -63,8 +92,12 @@ class Tool:
         self.timeout = timeout
         self.sequential = bool(sequential)
         self.read_only = bool(read_only)
+        self.destructive = bool(destructive)
+        self.dedupe = bool(dedupe)
         if handler is not None and core.style == "function":
             functools.update_wrapper(self, handler, updated=())
+            if self.is_async:
+                _mark_coroutine_function(self, handler)
 
     # ----------------------------------------------------------------- construction
     @classmethod
@@ -78,6 +111,8 @@ class Tool:
         sequential: bool = False,
         read_only: bool = False,
         localns: Mapping[str, Any] | None = None,
+        destructive: bool = False,
+        dedupe: bool = True,
     ) -> Tool:
         """A tool from a function, method, ``classmethod`` or ``staticmethod`` object.
 
@@ -87,7 +122,15 @@ class Tool:
         if isinstance(fn, Tool):
             raise ToolDefinitionError(f"{fn.name!r} is already a tool")
         core, func = function_core(fn, name=name, description=description, localns=localns)
-        return cls(core, func, timeout=timeout, sequential=sequential, read_only=read_only)
+        return cls(
+            core,
+            func,
+            timeout=timeout,
+            sequential=sequential,
+            read_only=read_only,
+            destructive=destructive,
+            dedupe=dedupe,
+        )
 
     @classmethod
     def from_model(
@@ -100,6 +143,8 @@ class Tool:
         timeout: float | None = None,
         sequential: bool = False,
         read_only: bool = False,
+        destructive: bool = False,
+        dedupe: bool = True,
     ) -> Tool:
         """A tool whose arguments are ``model``; ``handler(instance)`` runs it.
 
@@ -107,7 +152,15 @@ class Tool:
         handler parameter annotated :class:`ToolContext` receives the context.
         """
         core = model_core(model, handler, name=name, description=description)
-        return cls(core, handler, timeout=timeout, sequential=sequential, read_only=read_only)
+        return cls(
+            core,
+            handler,
+            timeout=timeout,
+            sequential=sequential,
+            read_only=read_only,
+            destructive=destructive,
+            dedupe=dedupe,
+        )
 
     @classmethod
     def from_openai(
@@ -118,6 +171,8 @@ class Tool:
         timeout: float | None = None,
         sequential: bool = False,
         read_only: bool = False,
+        destructive: bool = False,
+        dedupe: bool = True,
     ) -> Tool:
         """A tool from an OpenAI tool dict (``{"type": "function", "function": {...}}``) or
         a bare function definition (``{"name", "description", "parameters"}``, as BFCL ships).
@@ -127,7 +182,15 @@ class Tool:
         runs it (plus the context, when the handler has a ToolContext parameter).
         """
         core = openai_core(spec, handler)
-        return cls(core, handler, timeout=timeout, sequential=sequential, read_only=read_only)
+        return cls(
+            core,
+            handler,
+            timeout=timeout,
+            sequential=sequential,
+            read_only=read_only,
+            destructive=destructive,
+            dedupe=dedupe,
+        )
 
     # ------------------------------------------------------------------- definition
     @property
@@ -189,7 +252,9 @@ class Tool:
         }
 
     def __repr__(self) -> str:
-        flags = [f for f in ("sequential", "read_only") if getattr(self, f)]
+        flags = [f for f in ("sequential", "read_only", "destructive") if getattr(self, f)]
+        if not self.dedupe:
+            flags.append("no dedupe")
         if not self.has_handler:
             flags.append("schema-only")
         extra = f" [{', '.join(flags)}]" if flags else ""
@@ -219,6 +284,8 @@ class Tool:
             sequential=self.sequential,
             read_only=self.read_only,
             bound=True,
+            destructive=self.destructive,
+            dedupe=self.dedupe,
         )
 
     async def invoke(
@@ -288,6 +355,8 @@ def tool(
     timeout: float | None = None,
     sequential: bool = False,
     read_only: bool = False,
+    destructive: bool = False,
+    dedupe: bool = True,
 ) -> Callable[[F], Tool]: ...
 
 
@@ -300,10 +369,13 @@ def tool(
     timeout: float | None = None,
     sequential: bool = False,
     read_only: bool = False,
+    destructive: bool = False,
+    dedupe: bool = True,
 ) -> Tool | Callable[[Any], Tool]:
     """Turn a function (sync or async) or a method into a :class:`Tool`.
 
-    Use bare (``@tool``) or with options (``@tool(name=..., timeout=...)``). The schema is read
+    Use bare (``@tool``) or with options (``@tool(name=..., timeout=...)``); the options are
+    :class:`Tool`'s (``read_only``, ``destructive``, ``dedupe``, ...). The schema is read
     from the signature and docstring; a parameter annotated :class:`ToolContext` is supplied by
     the SDK and hidden from the model.
 
@@ -325,6 +397,8 @@ def tool(
             sequential=sequential,
             read_only=read_only,
             localns=localns,
+            destructive=destructive,
+            dedupe=dedupe,
         )
 
     return decorate if fn is None else decorate(fn)

@@ -11,13 +11,19 @@ The pipeline, for one call:
 1. the tool name is looked up (unknown → the available names and the closest match);
 2. the arguments are decoded (malformed JSON → the position and the likely mistake);
    arguments sent as a JSON-encoded string of an object are decoded once more;
-3. in lenient mode, unambiguous type fixes are applied (see ``_lenient``: ``"3"`` → ``3``,
-   JSON-in-a-string → object, undeclared keys dropped); strict mode applies none and rejects
-   undeclared keys;
+   A key written twice, NaN / ±Infinity and lone UTF-16 surrogates are errors in both modes;
+3. in lenient mode, the unambiguous type fixes listed in ``_lenient`` are applied (``"3"`` →
+   ``3`` for a number, ``"true"`` → ``true``, JSON-in-a-string → object, undeclared keys
+   dropped where the schema does not forbid them); strict mode, and every call of a tool
+   marked ``destructive``, applies none and rejects undeclared keys;
 4. the arguments are checked against the tool's JSON schema (Draft 2020-12, every error
-   with its JSON path) and typed by the tool's pydantic model when it has one. The validated
-   arguments are plain JSON data: what the pydantic model accepted, dumped back to JSON
-   (keys the model sent, no defaults added).
+   with its JSON path), in both modes before the tool's pydantic model sees them (so its lax
+   coercions, ``"yes"`` → ``True``, never apply), then typed by that model when there is
+   one. The validated arguments are plain JSON data: what the pydantic model accepted,
+   dumped back to JSON (keys the model sent, no defaults added), and checked once more to be
+   finite, valid-Unicode JSON.
+
+A tool name is matched exactly: ``"get_weather\\n"`` is an unknown tool.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from ooo_agent._arguments import (
     ArgumentsError,
     decode_arguments,
     json_path,
+    not_json_data,
     schema_errors,
 )
 from ooo_agent._lenient import loosen
@@ -47,6 +54,15 @@ _MAX_DETAILS = 20
 
 def _clip(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _shown(name: str) -> str:
+    """A name as an error message shows it: clipped, and written as a JSON string's body
+    where it holds anything but plain printable text (``delete_account\\n``)."""
+    clipped = _clip(name, 80)
+    if clipped.isprintable() and clipped == clipped.strip():
+        return clipped
+    return json.dumps(clipped)[1:-1]
 
 
 def _as_raw(raw: Any) -> RawCall | None:
@@ -78,7 +94,7 @@ def _unknown_tool(name: str, toolset: Toolset, raw: RawCall, call_id: str | None
     listed = ", ".join(names[:_MAX_LISTED_TOOLS])
     if len(names) > _MAX_LISTED_TOOLS:
         listed += f", … ({len(names) - _MAX_LISTED_TOOLS} more)"
-    parts = [f"Unknown tool `{_clip(name, 80)}`."]
+    parts = [f"Unknown tool `{_shown(name)}`."]
     if suggestion:
         parts.append(f"Did you mean `{suggestion}`?")
     parts.append(f"Available tools: {listed}." if names else "No tools are available.")
@@ -159,15 +175,13 @@ def _check(tool: Tool, arguments: dict[str, Any], strict: bool) -> dict[str, Any
     """Validated arguments, or the kind and details of what is wrong with them."""
     validator = tool.validator(strict=strict)
     model = tool.args_model
+    # The schema first, in both modes: the pydantic model's lax coercions ("yes" → True,
+    # "nan" → NaN, True → 1) must never see what the schema rejects.
+    found = schema_errors(validator, arguments)
+    if found:
+        return _kind_of(found, coerced=not strict), found
     if model is None:
-        found = schema_errors(validator, arguments)
-        if found:
-            return _kind_of(found, coerced=not strict), found
         return arguments
-    if strict:
-        found = schema_errors(validator, arguments)
-        if found:
-            return CallErrorKind.SCHEMA_VIOLATION, found
     try:
         instance = model.model_validate(arguments)
     except ValidationError as exc:
@@ -185,6 +199,9 @@ def _check(tool: Tool, arguments: dict[str, Any], strict: bool) -> dict[str, Any
     found = schema_errors(validator, dumped)
     if found:
         return CallErrorKind.SCHEMA_VIOLATION, found
+    problem = not_json_data(dumped)
+    if problem is not None:
+        return CallErrorKind.SCHEMA_VIOLATION, [ErrorDetail(*problem)]
     result: dict[str, Any] = dumped
     return result
 
@@ -213,9 +230,11 @@ def _validate(raw_input: Any, toolset: Toolset, strict: bool) -> ToolCall | Call
             call_id=call_id,
             raw=_raw_text(raw),
         )
-    found = toolset.get(name) or toolset.get(name.strip())
+    found = toolset.get(name)  # exactly: "delete_account\n" is not delete_account
     if found is None:
         return _unknown_tool(name, toolset, raw, call_id)
+    # A destructive tool's arguments get no repairs: exactly what strict mode accepts.
+    strict = strict or found.destructive
     decoded = decode_arguments(raw.arguments, lenient=not strict)
     if isinstance(decoded, ArgumentsError):
         return CallError(
@@ -223,7 +242,7 @@ def _validate(raw_input: Any, toolset: Toolset, strict: bool) -> ToolCall | Call
             message=f"The arguments of `{found.name}` {decoded.message}",
             name=found.name,
             call_id=call_id,
-            details=(ErrorDetail("$", decoded.detail),),
+            details=(ErrorDetail(decoded.path, decoded.detail),),
             raw=_raw_text(raw),
         )
     arguments = decoded
