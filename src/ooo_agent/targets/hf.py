@@ -232,11 +232,25 @@ class HFTarget:
         return MODES
 
     async def generate(self, request: TargetRequest) -> Generation:
-        """Decode in a worker thread; cancelling the awaiting task stops it within a step."""
+        """Decode in a worker thread; a cancelled call returns within one decode step.
+
+        The worker's job and the cancellation meet under one lock: a job cancelled before a
+        thread picked it up never decodes (and is not waited for); one already decoding is
+        told to stop and waited for, so the model is free when the call returns.
+        """
         cancel = threading.Event()
         done = threading.Event()
+        handoff = threading.Lock()
+        began = False
 
         def work() -> Generation:
+            nonlocal began
+            with handoff:
+                if cancel.is_set():  # cancelled while queued: nothing to decode
+                    from ooo_agent.decoding.loop import DecodeCancelled
+
+                    raise DecodeCancelled
+                began = True
             try:
                 return self.generate_sync(request, cancel=cancel)
             finally:
@@ -245,10 +259,13 @@ class HFTarget:
         try:
             return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
         except anyio.get_cancelled_exc_class():
-            cancel.set()
-            # Wait (shielded) for the thread to notice, so the model is free when we return.
-            with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(done.wait)
+            with handoff:
+                cancel.set()
+                decoding = began
+            if decoding:
+                # Wait (shielded) for the thread to notice, so the model is free when we return.
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(done.wait)
             raise
 
     # -- prompt --------------------------------------------------------------------------
@@ -411,26 +428,28 @@ class HFTarget:
             constraint = self._required_call(constraint, named)
         if policy is not None:
             constraint = policy
+        _acquire_unless_cancelled(self._serial, cancel)
         try:
-            with self._serial:
-                result = self.engine.decode(
-                    prompt,
-                    max_new_tokens=request.max_new_tokens,
-                    stop=stop,
-                    planner=plan.planner if plan else None,
-                    recycler_top_k=self.recycler.top_k if plan and self.recycler else 0,
-                    on_verdict=plan.on_verdict if plan else None,
-                    before_step=plan.before_step if plan else None,
-                    on_prefill=plan.on_prefill if plan else None,
-                    decode_text=self.codec.decode,
-                    cancel=cancel,
-                    mode=request.mode,
-                    constraint=constraint,
-                )
+            result = self.engine.decode(
+                prompt,
+                max_new_tokens=request.max_new_tokens,
+                stop=stop,
+                planner=plan.planner if plan else None,
+                recycler_top_k=self.recycler.top_k if plan and self.recycler else 0,
+                on_verdict=plan.on_verdict if plan else None,
+                before_step=plan.before_step if plan else None,
+                on_prefill=plan.on_prefill if plan else None,
+                decode_text=self.codec.decode,
+                cancel=cancel,
+                mode=request.mode,
+                constraint=constraint,
+            )
         except DecodeCancelled:
             raise
         except Exception as exc:
             raise TargetError(f"decoding failed: {exc!r}") from exc
+        finally:
+            self._serial.release()
         tokens = result.token_ids
         self.memory.add(result.prompt_hidden, tokens)
         body = tokens[:-1] if tokens and tokens[-1] in self.end_ids else tokens
@@ -442,6 +461,19 @@ class HFTarget:
         # Declined: the answer is words, whatever JSON they might quote.
         calls: list[RawCall] | None = [] if policy.declined else None
         return Generation(text=text, raw_calls=calls, token_ids=tokens, stats=result.stats)
+
+
+def _acquire_unless_cancelled(lock: threading.Lock, cancel: threading.Event | None) -> None:
+    """Take ``lock``, giving up (``DecodeCancelled``) as soon as ``cancel`` is set: a call
+    queued behind another's decode returns at its cancellation, not after that decode."""
+    from ooo_agent.decoding.loop import DecodeCancelled
+
+    while not lock.acquire(timeout=0.01):
+        if cancel is not None and cancel.is_set():
+            raise DecodeCancelled
+    if cancel is not None and cancel.is_set():
+        lock.release()
+        raise DecodeCancelled
 
 
 def _asks_afresh(request: TargetRequest) -> bool:
