@@ -294,7 +294,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add("--sidecar-timeout", type=float, default=30.0)
     add("--note", default="", help="free text stored with the results (e.g. machine load)")
-    sub = parser.add_subparsers(dest="bench_command", metavar="{engine}")
+    sub = parser.add_subparsers(dest="bench_command", metavar="{engine,agent}")
     # Everything after 'engine' (its --help included) belongs to the script: a prefix no
     # option uses keeps argparse from reading '--x' as an option of ours.
     engine = sub.add_parser(
@@ -304,6 +304,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         add_help=False,
     )
     engine.add_argument("engine_args", nargs="*")
+    from ooo_agent.bench.agent_run import add_agent_arguments
+
+    agent = sub.add_parser(
+        "agent",
+        help="agent tasks end to end, scored by task success: held-out generated tasks or "
+        "BFCL multi_turn_base (ooo-agent bench agent --help)",
+    )
+    add_agent_arguments(agent)
 
 
 def run_engine_benchmark(arguments: list[str]) -> int:
@@ -426,6 +434,10 @@ def run_from_args(args: argparse.Namespace) -> int:
     """Run the benchmark described by ``args``; returns the exit status."""
     if args.bench_command == "engine":
         return run_engine_benchmark(list(args.engine_args))
+    if args.bench_command == "agent":
+        from ooo_agent.bench.agent_run import run_agent_bench
+
+        return run_agent_bench(args)
     # Before torch loads: its worker threads must not each start one OpenMP thread per core.
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     import anyio
