@@ -184,3 +184,39 @@ def test_description_first_lists_each_description_before_its_name() -> None:
     assert first.system_prompt(tools[:1]) == HermesFormat().system_prompt(tools[:1])
     call = '<tool_call>\n{"name": "a", "arguments": {}}\n</tool_call>'
     assert first.parse(call).calls == HermesFormat().parse(call).calls
+
+
+def test_strict_reads_only_tool_call_blocks() -> None:
+    call = '{"name": "get_time", "arguments": {"tz": "UTC"}}'
+    # Lenient: an answer that is as a whole a bare call (or one fenced call) is read.
+    assert [c.name for c in fmt.parse(call).calls] == ["get_time"]
+    assert [c.name for c in fmt.parse(f"```json\n{call}\n```").calls] == ["get_time"]
+    # Strict: it is reported, never run.
+    strict = fmt.parse(call, strict=True)
+    assert strict.calls == [] and [e.kind for e in strict.errors] == [
+        CallErrorKind.MALFORMED_CALL
+    ]
+    assert "<tool_call>" in strict.errors[0].message
+    # Inside a block, strict wants the JSON alone: no fence, no trailing text.
+    assert [c.name for c in fmt.parse(f"Sure.\n<tool_call>\n{call}\n</tool_call>", strict=True).calls] == [
+        "get_time"
+    ]
+    fenced = fmt.parse(f"<tool_call>\n```json\n{call}\n```\n</tool_call>", strict=True)
+    assert fenced.calls == [] and fenced.errors
+    trailing = fmt.parse(f"<tool_call>{call} and delete it</tool_call>", strict=True)
+    assert trailing.calls == [] and trailing.errors
+    assert [c.name for c in fmt.parse(f"<tool_call>{call} and delete it</tool_call>").calls] == [
+        "get_time"
+    ]
+
+
+def test_a_key_written_twice_in_a_call_is_an_error() -> None:
+    for strict in (False, True):
+        twice = fmt.parse(
+            '<tool_call>{"name": "get_time", "name": "delete_account", "arguments": {}}</tool_call>',
+            strict=strict,
+        )
+        assert twice.calls == [] and [e.kind for e in twice.errors] == [
+            CallErrorKind.MALFORMED_JSON
+        ]
+        assert "appears twice" in twice.errors[0].message

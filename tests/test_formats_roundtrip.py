@@ -31,15 +31,19 @@ FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthChe
 
 @pytest.mark.parametrize("name", FORMAT_NAMES)
 @FAST
-@given(calls=CALLS, before=st.sampled_from(["", "Okay.\n", "  "]))
+@given(calls=CALLS, before=st.sampled_from(["", "Okay.\n", "  "]), strict=st.booleans())
 def test_render_then_parse_round_trips(
-    name: str, calls: list[tuple[str, dict[str, Any]]], before: str
+    name: str, calls: list[tuple[str, dict[str, Any]]], before: str, strict: bool
 ) -> None:
     fmt: ChatFormat = get_format(name)
-    result = fmt.parse(before + fmt.render_calls(calls))
-    assert result.errors == []
-    assert [(c.name, c.arguments) for c in result.calls] == calls
-    assert result.text == before.strip()
+    text = before + fmt.render_calls(calls)
+    result = fmt.parse(text, strict=strict)
+    if fmt.call_opening or not before.strip():
+        assert result.errors == []
+        assert [(c.name, c.arguments) for c in result.calls] == calls
+        assert result.text == before.strip()
+    else:  # bare JSON after prose is text, never a call
+        assert result.calls == [] and result.errors == [] and result.text == text.strip()
 
 
 @pytest.mark.parametrize("name", FORMAT_NAMES)
@@ -73,7 +77,7 @@ def test_render_then_parse_round_trips(
     ).map("".join)
 )
 def test_parse_never_raises(name: str, text: str) -> None:
-    result = get_format(name).parse(text)
+    result = get_format(name).parse(text, strict=len(text) % 2 == 1)
     for call in result.calls:
         assert isinstance(call.name, str) and call.name
     for error in result.errors:
@@ -82,6 +86,8 @@ def test_parse_never_raises(name: str, text: str) -> None:
 
 @pytest.mark.parametrize("name", FORMAT_NAMES)
 def test_parse_survives_deep_nesting(name: str) -> None:
-    deep = '{"name": "a", "parameters": ' + "[" * 50_000
-    result = get_format(name).parse("<tool_call>" + deep)
-    assert result.calls == [] and result.errors
+    fmt = get_format(name)
+    deep = fmt.call_opening + '{"name": "a", "parameters": ' + "[" * 50_000
+    for strict in (False, True):
+        result = fmt.parse(deep, strict=strict)
+        assert result.calls == [] and result.errors

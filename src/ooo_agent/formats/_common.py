@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+from ooo_agent._arguments import reject_duplicate_keys
 from ooo_agent.calls import CallError, CallErrorKind, RawCall
 from ooo_agent.errors import FormatError
 
 __all__ = [
     "ARGUMENT_KEYS",
-    "JsonCallScan",
+    "WholeCalls",
     "content_text",
     "dump_json",
     "function_of",
@@ -24,19 +27,18 @@ __all__ = [
     "message_calls",
     "plain",
     "plain_tools",
-    "scan_json_calls",
     "strip_fence_lines",
+    "whole_json_calls",
 ]
 
 ARGUMENT_KEYS = ("arguments", "parameters")
 """Keys a model may use for a call's arguments; formats render one, parse accepts both."""
 
 _FENCE_LINE = re.compile(r"^[ \t]*```[\w+-]*[ \t]*$\n?", re.MULTILINE)
-# Where a JSON call may start: an object whose first key is "name", or a list of them.
-_CALL_START = re.compile(r'(?:\[\s*)?\{\s*"name"\s*:')
-# Where decoding is worth trying: an object (or list of objects) opening with a call's key.
-# Trying every brace instead would make parsing quadratic on brace-heavy text.
-_CANDIDATE = re.compile(r'(?:\[\s*)?\{\s*"(?:name|arguments|parameters)"\s*:')
+# One code fence around a whole output: ```json\n...\n```.
+_WHOLE_FENCE = re.compile(r"```[\w+-]*[ \t]*\n(.*)\n[ \t]*```", re.DOTALL)
+# Where a JSON call starts: an object (or a list of objects) opening with a call's key.
+_CALL_START = re.compile(r'(?:\[\s*)?\{\s*"(?:name|arguments|parameters)"\s*:')
 
 
 def plain(value: Any) -> Any:
@@ -170,7 +172,7 @@ def call_from_object(obj: dict[str, Any], raw: str, example: str) -> RawCall | C
 
 def malformed_json(raw: str, exc: Exception, example: str) -> CallError:
     """The error for a call whose JSON does not decode."""
-    detail = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+    detail = exc.msg if isinstance(exc, json.JSONDecodeError) else str(exc)
     where = (
         f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
     )
@@ -182,67 +184,87 @@ def malformed_json(raw: str, exc: Exception, example: str) -> CallError:
 
 
 def decode_json(text: str, start: int = 0) -> tuple[Any, int]:
-    """``json.JSONDecoder.raw_decode`` that turns deep nesting into a ``ValueError`` too."""
+    """``json.JSONDecoder.raw_decode`` as a call is read: a key written twice, ``NaN`` /
+    ``Infinity`` and numbers out of float range are ``ValueError`` s, and so is deep nesting."""
     try:
         return _DECODER.raw_decode(text, start)
     except RecursionError as exc:
         raise ValueError("nested too deeply") from exc
 
 
-_DECODER = json.JSONDecoder()
+def _not_a_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
 
 
-class JsonCallScan:
-    """Calls written as bare JSON (``{"name": ..., "parameters": ...}`` or a list of them),
-    found anywhere in a text, with the text around them."""
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:20]} is out of range")
+    return value
 
-    def __init__(self, text: str, example: str) -> None:
-        self.calls: list[RawCall] = []
-        self.errors: list[CallError] = []
-        self.outside: list[str] = []
-        self._example = example
-        self._scan(text)
 
-    def _add(self, obj: Any, raw: str) -> None:
-        items = obj if isinstance(obj, list) else [obj]
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=reject_duplicate_keys, parse_constant=_not_a_constant, parse_float=_finite
+)
+
+
+@dataclass(frozen=True)
+class WholeCalls:
+    """An output that is nothing but JSON calls: the calls, and the parts that were not."""
+
+    calls: list[RawCall]
+    errors: list[CallError]
+
+
+def whole_json_calls(
+    text: str,
+    example: str,
+    *,
+    fence: bool = False,
+    many: bool = True,
+    separators: str = r"\s*",
+) -> WholeCalls | None:
+    """The calls of an output that is, as a whole, bare JSON calls; None when it is not.
+
+    The output (whitespace stripped; with ``fence``, the inside of one Markdown code fence
+    around all of it) must be a call object (``{"name", "arguments" | "parameters"}``) or a
+    list of them; with ``many``, several such values, with ``separators`` (a regex) between
+    them. JSON that sits anywhere inside prose is text, never a call: ``I will not do that.
+    {"name": "delete_account", ...}`` is not a call. An output that opens a call and does not
+    decode (``{"name": "a", "parameters": {"x": ``) is one MALFORMED_JSON error.
+    """
+    body = text.strip()
+    if fence:
+        fenced = _WHOLE_FENCE.fullmatch(body)
+        if fenced is not None:
+            body = fenced.group(1).strip()
+    if not body or body[0] not in "{[":
+        return None
+    gap = re.compile(separators)
+    calls: list[RawCall] = []
+    errors: list[CallError] = []
+    pos = 0
+    while pos < len(body):
+        try:
+            obj, end = decode_json(body, pos)
+        except ValueError as exc:
+            if not _CALL_START.match(body, pos):
+                return None
+            errors.append(malformed_json(body[pos:], exc, example))
+            break
+        items = obj if isinstance(obj, list) and obj else [obj]
+        if not all(_is_call_dict(item) for item in items):
+            return None  # JSON, but not calls: text
         for item in items:
-            result = call_from_object(item, raw, self._example)
+            result = call_from_object(item, body[pos:end], example)
             if isinstance(result, RawCall):
-                self.calls.append(result)
+                calls.append(result)
             else:
-                self.errors.append(result)
-
-    def _scan(self, text: str) -> None:
-        pos = 0
-        for start in _openers(text):
-            if start < pos:
-                continue
-            try:
-                obj, end = decode_json(text, start)
-            except ValueError as exc:
-                if not _CALL_START.match(text, start):
-                    continue
-                # A call that does not decode runs to the next call's start (or the end).
-                nxt = _CALL_START.search(text, start + 1)
-                end = nxt.start() if nxt else len(text)
-                self.outside.append(text[pos:start])
-                self.errors.append(malformed_json(text[start:end], exc, self._example))
-                pos = end
-                continue
-            is_list = isinstance(obj, list) and obj and all(_is_call_dict(o) for o in obj)
-            if not (_is_call_dict(obj) or is_list):
-                continue
-            self.outside.append(text[pos:start])
-            self._add(obj, text[start:end])
-            pos = end
-        self.outside.append(text[pos:])
-
-
-def _openers(text: str) -> Iterator[int]:
-    for match in _CANDIDATE.finditer(text):
-        yield match.start()
-
-
-def scan_json_calls(text: str, example: str) -> JsonCallScan:
-    """Every bare-JSON call in ``text`` (see :class:`JsonCallScan`)."""
-    return JsonCallScan(text, example)
+                errors.append(result)
+        after = gap.match(body, end)
+        pos = after.end() if after is not None else end
+        if after is None and pos < len(body):
+            return None
+        if pos < len(body) and not many:
+            return None
+    return WholeCalls(calls, errors)

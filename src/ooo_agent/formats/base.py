@@ -88,8 +88,10 @@ class ChatFormat(ABC):
         """The exact text the model writes for these ``(name, arguments)`` calls."""
 
     @abstractmethod
-    def parse(self, text: str) -> ParseResult:
-        """Every call in ``text``; whitespace, code fences and trailing text are tolerated."""
+    def parse(self, text: str, *, strict: bool = False) -> ParseResult:
+        """Every call ``text`` writes in this format's own call syntax. ``strict`` takes that
+        syntax only; lenient (the default) also tolerates what is unambiguous (a code fence,
+        an answer that is bare JSON calls as a whole). JSON inside prose is never a call."""
 
     @abstractmethod
     def skeleton(self, tools: Sequence[ToolDict]) -> CallSkeleton:

@@ -27,8 +27,8 @@ from ooo_agent.formats._common import (
     malformed_json,
     message_calls,
     plain_tools,
-    scan_json_calls,
     strip_fence_lines,
+    whole_json_calls,
 )
 from ooo_agent.formats.base import ChatFormat, ParseResult, ToolDict
 from ooo_agent.formats.skeleton import CallSyntax, SchemaSkeleton
@@ -57,6 +57,10 @@ _BLOCK = re.compile(r"<tool_call>(.*?)(?:</tool_call>|(?=<tool_call>)|\Z)", re.D
 # Around the JSON of a block: whitespace and an optional code fence.
 _BODY_START = re.compile(r"\s*(?:```[\w+-]*\s*)?")
 _BODY_END = re.compile(r"\s*(?:```\s*)?(?:</tool_call>)?")
+# Strict mode: the JSON alone in the block, then the closing tag (or the next block, or the
+# end of the answer: a model stopped at the closing tag).
+_STRICT_BODY_START = re.compile(r"\s*")
+_STRICT_BODY_END = re.compile(r"\s*(?:</tool_call>|(?=<tool_call>)|\Z)")
 
 SYNTAX = CallSyntax(
     prefix='<tool_call>\n{"name": "',
@@ -150,29 +154,45 @@ class HermesFormat(ChatFormat):
         return "\n".join(blocks)
 
     # -- parsing ---------------------------------------------------------------------
-    def parse(self, text: str) -> ParseResult:
-        """Every ``<tool_call>`` block in ``text``; bare JSON calls when there is no block."""
+    def parse(self, text: str, *, strict: bool = False) -> ParseResult:
+        """Every ``<tool_call>`` block in ``text``, the rest being text.
+
+        Without a block, lenient mode reads an answer that is as a whole bare JSON calls (one
+        code fence around it allowed), and strict mode reports such an answer as an error:
+        neither runs a call written inside prose. Strict mode also wants nothing but the JSON
+        inside a block (no fence, no trailing text).
+        """
         if _OPEN not in text:
-            scan = scan_json_calls(text, _EXAMPLE)
-            text_only = "".join(scan.outside)
-            if scan.calls or scan.errors:
-                text_only = strip_fence_lines(text_only)
-            return ParseResult(scan.calls, text_only.strip(), scan.errors)
+            found = whole_json_calls(text, _EXAMPLE, fence=not strict)
+            if found is None:
+                return ParseResult([], text.strip(), [])
+            if strict:
+                why = CallError(
+                    CallErrorKind.MALFORMED_CALL,
+                    f"A tool call must be written inside <tool_call> tags: {_EXAMPLE}.",
+                    name=found.calls[0].name if found.calls else None,
+                    raw=text.strip(),
+                )
+                return ParseResult([], "", [why])
+            return ParseResult(found.calls, "", found.errors)
         calls: list[RawCall] = []
         errors: list[CallError] = []
         outside: list[str] = []
         pos = 0
         while (at := text.find(_OPEN, pos)) >= 0:
             outside.append(text[pos:at])
-            pos = self._parse_block(text, at, calls, errors)
+            pos = self._parse_block(text, at, calls, errors, strict)
         outside.append(text[pos:])
         rest = "".join(outside).replace(_CLOSE, "")
         return ParseResult(calls, strip_fence_lines(rest).strip(), errors)
 
     @staticmethod
-    def _parse_block(text: str, at: int, calls: list[RawCall], errors: list[CallError]) -> int:
+    def _parse_block(
+        text: str, at: int, calls: list[RawCall], errors: list[CallError], strict: bool
+    ) -> int:
         """Parse the block opened at ``at``; return where the text after it starts."""
-        start = _BODY_START.match(text, at + len(_OPEN)).end()  # type: ignore[union-attr]
+        opener = _STRICT_BODY_START if strict else _BODY_START
+        start = opener.match(text, at + len(_OPEN)).end()  # type: ignore[union-attr]
         try:
             # Decode first and look for the closing tag after: a "</tool_call>" inside an
             # argument string must not end the block.
@@ -192,7 +212,20 @@ class HermesFormat(ChatFormat):
             else:
                 errors.append(malformed_json(raw, exc, _EXAMPLE))
             return block.end()
-        end = _BODY_END.match(text, end).end()  # type: ignore[union-attr]
+        closing = (_STRICT_BODY_END if strict else _BODY_END).match(text, end)
+        if closing is None:  # strict: text after the JSON, inside the block
+            close_at = text.find(_CLOSE, end)
+            block_end = len(text) if close_at < 0 else close_at + len(_CLOSE)
+            errors.append(
+                CallError(
+                    CallErrorKind.MALFORMED_CALL,
+                    "A <tool_call> block must hold the call's JSON and nothing else. "
+                    f"Write it as {_EXAMPLE}.",
+                    raw=text[at:block_end],
+                )
+            )
+            return block_end
+        end = closing.end()
         raw = text[at:end]
         items = obj if isinstance(obj, list) and obj else [obj]
         for item in items:

@@ -1,7 +1,8 @@
 """Plain JSON tool calling, as ToolSpec prompts it: ``{"name": ..., "parameters": {...}}``.
 
-One call is one JSON object; parallel calls are a JSON list of them. The model may wrap
-them in a code fence or write text around them.
+One call is one JSON object; parallel calls are a JSON list of them. The whole answer must
+be the call (a call is never read out of prose); in lenient mode one code fence around it,
+and several calls one after another, are accepted too.
 
 Example::
 
@@ -21,8 +22,7 @@ from ooo_agent.formats._common import (
     dump_json,
     message_calls,
     plain_tools,
-    scan_json_calls,
-    strip_fence_lines,
+    whole_json_calls,
 )
 from ooo_agent.formats.base import ChatFormat, ParseResult, ToolDict
 from ooo_agent.formats.skeleton import CallSyntax, SchemaSkeleton
@@ -77,17 +77,28 @@ class JsonCallFormat(ChatFormat):
         calls = self._join([self._call_text(n, a) for n, a in message_calls(message)])
         return (text + "\n" if text else "") + calls
 
-    def parse(self, text: str) -> ParseResult:
-        """Every JSON call object (or list of them) in ``text``; the rest is text."""
-        scan = scan_json_calls(text, self.example)
-        rest = "".join(scan.outside)
-        if scan.calls or scan.errors:
-            rest = self._clean_outside(strip_fence_lines(rest))
-        return ParseResult(scan.calls, rest.strip(), scan.errors)
+    strict_separators = r"\s*"
+    """Between calls where strict mode takes several (see :meth:`parse`)."""
+    strict_many = False
+    """Whether strict mode takes several calls one after another (else one value only)."""
 
-    def _clean_outside(self, text: str) -> str:
-        """Text left between calls, minus format punctuation (hook for subclasses)."""
-        return text
+    def parse(self, text: str, *, strict: bool = False) -> ParseResult:
+        """The calls of an answer that is, as a whole, a JSON call object or a list of them;
+        any other answer is text (JSON inside prose is never a call).
+
+        Strict takes the bare answer only; lenient also one code fence around it, and several
+        calls separated by whitespace, ``,`` or ``;``.
+        """
+        found = whole_json_calls(
+            text,
+            self.example,
+            fence=not strict,
+            many=self.strict_many or not strict,
+            separators=self.strict_separators if strict else r"[\s,;]*",
+        )
+        if found is None:
+            return ParseResult([], text.strip(), [])
+        return ParseResult(found.calls, "", found.errors)
 
     def skeleton(self, tools: Sequence[ToolDict]) -> SchemaSkeleton:
         """The drafting skeleton of JSON calls for these tools."""

@@ -2,7 +2,8 @@
 
 As Llama 3.1's own chat template does by default, the tool definitions (indented JSON)
 and the instruction go at the top of the first user message. The model may start its call
-with ``<|python_tag|>``; parsing ignores it. Tool results stay ``tool`` messages, which the
+with ``<|python_tag|>``; parsing ignores it there. Several calls follow each other, one per
+line or separated by ``;``. Tool results stay ``tool`` messages, which the
 Llama template shows in its ``ipython`` turn.
 
 Example::
@@ -14,7 +15,6 @@ Example::
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -32,8 +32,6 @@ _INSTRUCTION = (
     'Respond in the format {"name": function name, "parameters": dictionary of argument name '
     "and its value}. Do not use variables.\n\n"
 )
-# Separators a model may leave between several calls.
-_CALL_PUNCTUATION = re.compile(r"^[\s;,]+|[\s;,]+$")
 
 
 class Llama3Format(JsonCallFormat):
@@ -41,6 +39,8 @@ class Llama3Format(JsonCallFormat):
 
     name = "llama3"
     call_separator = "\n"
+    strict_many = True
+    strict_separators = r"[\s;]*"
 
     def _join(self, texts: list[str]) -> str:
         return self.call_separator.join(texts)
@@ -75,9 +75,9 @@ class Llama3Format(JsonCallFormat):
                 out.insert(at, {"role": "user", "content": preamble.rstrip("\n")})
         return out
 
-    def parse(self, text: str) -> ParseResult:
-        """Calls as :class:`JsonCallFormat` finds them, ``<|python_tag|>`` ignored."""
-        return super().parse(text.replace(PYTHON_TAG, ""))
-
-    def _clean_outside(self, text: str) -> str:
-        return _CALL_PUNCTUATION.sub("", text)
+    def parse(self, text: str, *, strict: bool = False) -> ParseResult:
+        """Calls as :class:`JsonCallFormat` reads them, after a leading ``<|python_tag|>``."""
+        body = text.lstrip()
+        if body.startswith(PYTHON_TAG):
+            return super().parse(body[len(PYTHON_TAG) :], strict=strict)
+        return super().parse(text, strict=strict)
