@@ -2,6 +2,7 @@
 
 Runs on the embedded SmolLM2 tool-calling model when its adapter is installed, otherwise on
 recorded outputs of that model (``ReplayTarget``), and says which on screen.
+``OOO_AGENT_EXAMPLES_REPLAY=1`` plays the recorded outputs without loading the model.
 
     python examples/quickstart.py
 """
@@ -9,6 +10,7 @@ recorded outputs of that model (``ReplayTarget``), and says which on screen.
 from __future__ import annotations
 
 import anyio
+from _common import FORCE_REPLAY_ENV, replay_forced
 
 from ooo_agent import FastToolCaller, tool
 from ooo_agent.targets.replay import ReplayTarget
@@ -45,6 +47,8 @@ RECORDED = [
 
 
 def make_target() -> tuple[object, str]:
+    if replay_forced():
+        return ReplayTarget(RECORDED), f"recorded model outputs ({FORCE_REPLAY_ENV} is set)"
     try:
         from ooo_agent.targets.hf import HFTarget
 

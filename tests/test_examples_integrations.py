@@ -36,10 +36,19 @@ def run_script(path: str, *args: str, timeout: float = 120, replay: bool = True)
     return done.stdout
 
 
+def test_quickstart_example_replays_when_asked() -> None:
+    """``OOO_AGENT_EXAMPLES_REPLAY=1``: the quickstart plays its recorded outputs, no model."""
+    out = run_script("examples/quickstart.py")
+    assert out.startswith("target: recorded model outputs (OOO_AGENT_EXAMPLES_REPLAY is set)")
+    assert "call   get_weather({'city': 'Paris'}) -> " in out
+    assert "call   convert_currency({'amount': 120.0, 'source': 'EUR', 'target': 'USD'}) -> 129.6" in out
+    assert "error  unknown_tool: Unknown tool `get_forecast`" in out
+
+
 @pytest.mark.slow
 def test_quickstart_example() -> None:
     """The README's quickstart: the embedded model when installed (else recorded outputs)."""
-    out = run_script("examples/quickstart.py", timeout=600)
+    out = run_script("examples/quickstart.py", timeout=600, replay=False)
     assert out.startswith("target: ")
     for question in ("What's the weather in Paris?", "How much is 120 EUR in USD?"):
         assert f"> {question}" in out

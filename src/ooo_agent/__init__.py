@@ -45,13 +45,17 @@ from ooo_agent.tools import Tool, ToolContext, Toolset, tool
 from ooo_agent.validate import canonical_arguments, validate_call, validate_calls
 
 if TYPE_CHECKING:
+    from ooo_agent.sidecar.hf import HFSidecar
+    from ooo_agent.sidecar.openai import OpenAISidecar
     from ooo_agent.targets.hf import HFTarget
     from ooo_agent.targets.openai import OpenAITarget
 
 __version__ = "0.1.0"
 
 _LAZY = {
+    "HFSidecar": "ooo_agent.sidecar.hf",
     "HFTarget": "ooo_agent.targets.hf",
+    "OpenAISidecar": "ooo_agent.sidecar.openai",
     "OpenAITarget": "ooo_agent.targets.openai",
 }
 
@@ -76,11 +80,13 @@ __all__ = [
     "FastToolCaller",
     "FormatError",
     "Generation",
+    "HFSidecar",
     "HFTarget",
     "Hint",
     "HintBox",
     "ModelNotAvailableError",
     "OooAgentError",
+    "OpenAISidecar",
     "OpenAITarget",
     "RawCall",
     "RetryBudgetExceeded",

@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ooo_agent.caller import FastToolCaller, ToolsLike
+from ooo_agent.caller import FastToolCaller, ToolsLike, run_sync
 from ooo_agent.calls import CallError, CallErrorKind, CallResult, CallStats, ToolCall, ToolResult
 from ooo_agent.errors import RetryBudgetExceeded
 from ooo_agent.targets.base import Target, ToolChoice
@@ -215,6 +215,29 @@ class Agent:
             if isinstance(event, FinalAnswer):
                 return event.result
         raise AssertionError("Agent.stream ended without a FinalAnswer")  # pragma: no cover
+
+    def run_sync(
+        self,
+        messages: Sequence[Mapping[str, Any]] | str,
+        tools: ToolsLike,
+        *,
+        max_turns: int | None = None,
+        tool_choice: ToolChoice = "auto",
+    ) -> AgentResult:
+        """:meth:`run` for scripts: runs it in an event loop of its own and returns its result.
+
+        Raises ``RuntimeError`` inside a running event loop (a notebook cell, an async
+        function): ``await agent.run(...)`` there.
+        """
+        return run_sync(
+            "Agent.run_sync",
+            "await agent.run(...)",
+            self.run,
+            messages,
+            tools,
+            max_turns=max_turns,
+            tool_choice=tool_choice,
+        )
 
     async def stream(
         self,

@@ -14,15 +14,18 @@ only verified calls that a speculation answers get a result; no tool is run for 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import functools
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import Any, Literal, TypeVar
 
 import anyio
 import anyio.from_thread
+from anyio.abc import TaskGroup
 
 from ooo_agent.calls import CallError, CallErrorKind, CallResult, RawCall, SidecarStats, ToolCall
 from ooo_agent.context import ToolContext
@@ -45,6 +48,8 @@ from ooo_agent.validate import validate_calls
 __all__ = ["DispatchMode", "FastToolCaller"]
 
 ToolsLike = Toolset | Iterable[Tool | Mapping[str, Any] | Any]
+
+T = TypeVar("T")
 
 DispatchMode = bool | Literal["speculated"]
 """``True``: run every verified call; ``False``: run none; ``"speculated"``: return only the
@@ -110,7 +115,7 @@ class FastToolCaller:
 
     async def call(
         self,
-        messages: Sequence[Mapping[str, Any]],
+        messages: Sequence[Mapping[str, Any]] | str,
         tools: ToolsLike,
         *,
         dispatch: DispatchMode = True,
@@ -121,6 +126,7 @@ class FastToolCaller:
     ) -> CallResult:
         """Run one model turn and (by default) dispatch the validated calls.
 
+        ``messages`` may be a plain string (one user message), as in :meth:`Agent.run`.
         ``dispatch=False`` returns the validated calls without running anything.
         ``dispatch="speculated"`` runs the sidecar's wave and speculation as ``True`` does, but
         ``result.results`` holds only the results of verified calls that a speculation of a
@@ -139,7 +145,7 @@ class FastToolCaller:
         violations come back in ``result.errors``; tool exceptions and timeouts in
         ``result.results``. A failing target (e.g. an HTTP error) raises ``TargetError``; a
         ``tool_choice`` naming a tool not offered, or ``"required"`` with no tools, raises
-        ``ValueError``.
+        ``ValueError``. These leave as themselves, never inside an ``ExceptionGroup``.
         """
         if dispatch not in (True, False, "speculated"):
             raise ValueError(f"dispatch must be True, False or 'speculated', not {dispatch!r}")
@@ -152,12 +158,12 @@ class FastToolCaller:
         mode = mode or self.mode
         result = CallResult()
         stats = result.stats
-        history = list(messages)
+        history = as_messages(messages)
 
         def context_for(call: ToolCall) -> ToolContext:
             return ToolContext(call_id=call.id, tool_name=call.name, messages=history, deps=self.deps)
 
-        async with anyio.create_task_group() as speculative_tasks:
+        async with _task_group() as speculative_tasks:
             speculator = Speculator(
                 toolset,
                 speculative_tasks,
@@ -223,6 +229,18 @@ class FastToolCaller:
             speculator.discard()  # mispredictions: cancelled, results dropped
         stats.total_s = time.perf_counter() - arrival
         return result
+
+    def call_sync(
+        self, messages: Sequence[Mapping[str, Any]] | str, tools: ToolsLike, **options: Any
+    ) -> CallResult:
+        """:meth:`call` for scripts: runs it in an event loop of its own and returns its result.
+
+        Raises ``RuntimeError`` inside a running event loop (a notebook cell, an async
+        function): ``await caller.call(...)`` there.
+        """
+        return run_sync(
+            "FastToolCaller.call_sync", "await caller.call(...)", self.call, messages, tools, **options
+        )
 
     async def _generate(
         self,
@@ -396,4 +414,51 @@ def markup_error(fmt: ChatFormat, text: str) -> CallError | None:
         "an answer nor a call. Answer the user in plain text, using the tool results above, "
         "or make a proper tool call.",
         raw=text,
+    )
+
+
+def as_messages(messages: Sequence[Mapping[str, Any]] | str) -> list[Mapping[str, Any]]:
+    """``messages`` as a list; a plain string is one user message. Raises ``TypeError`` for a
+    message that is not a mapping and ``ValueError`` for one without a ``role``."""
+    if isinstance(messages, str):
+        return [{"role": "user", "content": messages}]
+    history = list(messages)
+    for i, message in enumerate(history):
+        if not isinstance(message, Mapping):
+            raise TypeError(
+                f"message {i} is a {type(message).__name__}, not a dict with 'role' and "
+                "'content' (pass a plain string for one user message)"
+            )
+        if "role" not in message:
+            raise ValueError(f"message {i} has no 'role': {message!r}")
+    return history
+
+
+@contextlib.asynccontextmanager
+async def _task_group() -> AsyncIterator[TaskGroup]:
+    """A task group whose body's exception leaves bare (a ``TargetError`` stays one), not in
+    the ``ExceptionGroup`` anyio would raise; its tasks are cancelled first."""
+    failure: Exception | None = None
+    async with anyio.create_task_group() as group:
+        try:
+            yield group
+        except Exception as exc:
+            failure = exc
+            group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+
+
+def run_sync(
+    name: str, instead: str, function: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any
+) -> T:
+    """``await function(*args, **kwargs)`` in an event loop of its own (``name``: the method,
+    for the error raised inside a running loop, which suggests ``instead``)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return anyio.run(functools.partial(function, *args, **kwargs))
+    raise RuntimeError(
+        f"{name}() cannot run inside a running event loop (a notebook cell or an async "
+        f"function): use {instead} there"
     )

@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from ooo_agent.calls import DecodeStats
+from ooo_agent.errors import TargetError
 from ooo_agent.formats import get_format
 from ooo_agent.formats.base import ChatFormat
 from ooo_agent.targets.base import Generation, Mode, TargetRequest
@@ -21,6 +22,9 @@ Responder = Callable[[TargetRequest], str]
 
 class ReplayTarget:
     """Answers each request with the next recorded output (or with ``responder(request)``).
+
+    A request after the last output raises :class:`~ooo_agent.errors.TargetError` (unless
+    ``cycle=True``: then the outputs start again).
 
     Example::
 
@@ -58,7 +62,10 @@ class ReplayTarget:
         else:
             if self._next >= len(self._outputs):
                 if not self._cycle or not self._outputs:
-                    raise IndexError("ReplayTarget ran out of recorded outputs")
+                    raise TargetError(
+                        f"ReplayTarget ran out of recorded outputs: all {len(self._outputs)} "
+                        "were played (pass more, cycle=True, or a responder)"
+                    )
                 self._next = 0
             text = self._outputs[self._next]
             self._next += 1
