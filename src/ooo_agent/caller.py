@@ -72,7 +72,9 @@ class FastToolCaller:
         sidecar_timeout: a wave still running after this many seconds is abandoned (the target
             is never affected; the stats say ``timeout``). A wave is also stopped as soon as
             the target says its answer holds no call (it declined; the stats say ``stopped``).
-        strict: reject arguments not in a tool's schema instead of dropping them.
+        strict: read only the format's own call syntax and take arguments exactly as the schema
+            types them (undeclared keys rejected); lenient (False) also repairs what is
+            unambiguous (docs/tools.md lists it). ``None`` follows the toolset's ``strict``.
         max_new_tokens: the target's token budget per turn.
         preexecute: start ``read_only`` tools on the sidecar's predicted call while the target
             is still decoding; a result is used only if the target's verified call is the same
@@ -204,8 +206,9 @@ class FastToolCaller:
 
             result.raw_text = generation.text
             started = time.perf_counter()
-            raw_calls, parse_errors, result.text = self._extract_calls(generation)
-            result.calls, errors = validate_calls(raw_calls, toolset, strict=self.strict)
+            strict = toolset.strict if self.strict is None else self.strict
+            raw_calls, parse_errors, result.text = self._extract_calls(generation, strict)
+            result.calls, errors = validate_calls(raw_calls, toolset, strict=strict)
             result.calls, refused = _held_to_choice(
                 result.calls, choice, parallel_tool_calls, [*parse_errors, *errors]
             )
@@ -286,13 +289,15 @@ class FastToolCaller:
             sidecar_stats.status = "late"
         return generation, decoded_at, joined_at
 
-    def _extract_calls(self, generation: Generation) -> tuple[list[RawCall], list[CallError], str]:
+    def _extract_calls(
+        self, generation: Generation, strict: bool
+    ) -> tuple[list[RawCall], list[CallError], str]:
         if generation.raw_calls is not None:
             return list(generation.raw_calls), [], generation.text
         fmt = self.target.format
         if fmt is None:
             return [], [], generation.text
-        parsed = fmt.parse(generation.text)
+        parsed = fmt.parse(generation.text, strict=strict)
         errors = list(parsed.errors)
         text = parsed.text
         markup = markup_error(fmt, text)
