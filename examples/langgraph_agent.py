@@ -1,14 +1,14 @@
-"""A LangGraph ReAct agent on ``OoOChatModel``: LangGraph runs the loop and the tools, our
-caller produces each model turn (validated calls, speculative decoding on the embedded model).
+"""A LangChain agent (``langchain.agents.create_agent``, on LangGraph) with ``OoOChatModel``:
+LangGraph runs the loop and the tools, our caller produces each model turn (validated calls,
+speculative decoding on the embedded model).
 
     python examples/langgraph_agent.py
 """
 
 from __future__ import annotations
 
-import warnings
-
 from _common import make_target, tool_call
+from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
@@ -37,16 +37,9 @@ RECORDED = [
 
 
 def main() -> None:
-    # create_react_agent moved to langchain.agents.create_agent in LangGraph 1.x; that lives in
-    # the `langchain` package, which this project does not need — the prebuilt one still works.
-    from langgraph.prebuilt import create_react_agent
-
     target, _ = make_target(RECORDED)
     model = OoOChatModel(caller=FastToolCaller(target), model_name="smollm2-135m-toolcall")
-    tools = [add, multiply]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        agent = create_react_agent(model.bind_tools(tools), tools)
+    agent = create_agent(model, [add, multiply])  # binds the tools to the model itself
 
     question = "What is (2 + 3) * 4? Use the tools."
     print(f"> {question}")

@@ -17,8 +17,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_script(path: str, *args: str, timeout: float = 120, replay: bool = True) -> str:
+def run_script(
+    path: str, *args: str, timeout: float = 120, replay: bool = True, strict: bool = False
+) -> str:
+    """Run a script; ``strict`` turns every DeprecationWarning into an error."""
     env = dict(os.environ)
+    if strict:
+        env["PYTHONWARNINGS"] = "error::DeprecationWarning"
     if replay:
         env["OOO_AGENT_EXAMPLES_REPLAY"] = "1"
     else:
@@ -94,7 +99,8 @@ def test_agent_loop_example() -> None:
 
 def test_langgraph_agent_example() -> None:
     pytest.importorskip("langgraph")
-    out = run_script("examples/langgraph_agent.py")
+    pytest.importorskip("langchain.agents")
+    out = run_script("examples/langgraph_agent.py", strict=True)  # the non-deprecated factory
     assert "replaying recorded model outputs" in out
     assert "tool add -> 5" in out and "tool multiply -> 20" in out
     assert "answer: (2 + 3) * 4 = 20" in out

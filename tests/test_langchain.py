@@ -12,14 +12,17 @@ from pydantic import BaseModel, Field
 
 pytest.importorskip("langchain_core")
 pytest.importorskip("langgraph")
+pytest.importorskip("langchain.agents")
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool as lc_tool
 
 from ooo_agent import FastToolCaller
+from ooo_agent import tool as ooo_tool
 from ooo_agent.integrations.langchain import (
     OoOChatModel,
     run_sync,
+    to_langchain_tools,
     to_openai_messages,
     toolset_from_langchain,
 )
@@ -49,19 +52,38 @@ def model_over(outputs: list[str]) -> tuple[OoOChatModel, ReplayTarget]:
 
 
 def create_react_agent(model: Any, tools: list[Any]) -> Any:
+    """LangGraph's deprecated factory, still used by many; the pre-bound model path."""
     from langgraph.prebuilt import create_react_agent as factory
 
-    with warnings.catch_warnings():  # moved to langchain.agents, which is not installed here
+    with warnings.catch_warnings():  # deprecated for langchain.agents.create_agent
         warnings.simplefilter("ignore")
         return factory(model, tools)
 
 
+def create_agent(model: Any, tools: list[Any]) -> Any:
+    """LangChain 1.x's agent factory (the documented path), on LangGraph."""
+    from langchain.agents import create_agent as factory
+
+    return factory(model, tools)
+
+
 def test_langgraph_react_agent_completes_two_tool_task() -> None:
-    model, target = model_over(
+    model, _ = model_over(
         [call("add", a=2, b=3), call("multiply", a=5, b=4), "(2 + 3) * 4 = 20"]
     )
     # Pre-bound: exercises LangGraph's check that the bound tools match the agent's tools.
     agent = create_react_agent(model.bind_tools([add, multiply]), [add, multiply])
+    state = agent.invoke({"messages": [HumanMessage("What is (2 + 3) * 4?")]})
+    tool_messages = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert [m.content for m in tool_messages] == ["5", "20"]
+    assert state["messages"][-1].content == "(2 + 3) * 4 = 20"
+
+
+def test_create_agent_completes_two_tool_task() -> None:
+    model, target = model_over(
+        [call("add", a=2, b=3), call("multiply", a=5, b=4), "(2 + 3) * 4 = 20"]
+    )
+    agent = create_agent(model, [add, multiply])
     state = agent.invoke({"messages": [HumanMessage("What is (2 + 3) * 4?")]})
     messages = state["messages"]
     tool_messages = [m for m in messages if isinstance(m, ToolMessage)]
@@ -75,7 +97,7 @@ def test_langgraph_react_agent_completes_two_tool_task() -> None:
 
 def test_langgraph_agent_binds_tools_itself_async() -> None:
     model, _ = model_over([call("add", a=1, b=1), "2"])
-    agent = create_react_agent(model, [add, multiply])
+    agent = create_agent(model, [add, multiply])
     state = asyncio.run(agent.ainvoke({"messages": [HumanMessage("1+1")]}))
     assert state["messages"][-1].content == "2"
 
@@ -220,7 +242,7 @@ def test_langgraph_agent_with_embedded_model() -> None:
     except (ImportError, ModelNotAvailableError) as exc:  # no `hf` extra, or no model files
         pytest.skip(f"embedded tool-calling model unavailable: {exc}")
     model = OoOChatModel(caller=FastToolCaller(target), max_new_tokens=96)
-    agent = create_react_agent(model.bind_tools([add, multiply]), [add, multiply])
+    agent = create_agent(model, [add, multiply])
     state = agent.invoke(
         {"messages": [HumanMessage("Use the tools: add 2 and 3, then multiply the sum by 4.")]},
         {"recursion_limit": 8},
@@ -235,3 +257,150 @@ def test_toolset_from_langchain_classmethod_hook() -> None:
     toolset = Toolset.from_langchain([add, multiply])
     assert toolset.names == ("add", "multiply")
     assert asyncio.run(toolset["multiply"].invoke({"a": 6, "b": 7})) == 42
+
+
+# --------------------------------------------------------------- issue 53: as users expect
+
+
+@ooo_tool
+async def async_add(a: int, b: int) -> int:
+    """Add two integers, asynchronously."""
+    await asyncio.sleep(0)
+    return a + b
+
+
+@ooo_tool
+def explode(x: int) -> int:
+    """Fail on purpose."""
+    raise RuntimeError(f"no stock for item {x}")
+
+
+def tool_call_message(name: str, **arguments: Any) -> AIMessage:
+    return AIMessage(
+        "", tool_calls=[{"name": name, "args": arguments, "id": "c1", "type": "tool_call"}]
+    )
+
+
+def run_tool_node(tools: list[Any], name: str, *, run: str = "ainvoke", **arguments: Any) -> Any:
+    """The ToolMessage LangGraph's ``ToolNode`` (in a one-node graph) answers a call with."""
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode(tools))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    app = graph.compile()
+    state = {"messages": [tool_call_message(name, **arguments)]}
+    out = app.invoke(state) if run == "invoke" else asyncio.run(app.ainvoke(state))
+    message = out["messages"][-1]
+    assert isinstance(message, ToolMessage)
+    return message
+
+
+def test_tool_node_awaits_an_async_ooo_tool_given_as_it_is() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "coroutine ... was never awaited" fails the test
+        # ToolNode converts our Tool with LangChain's own @tool conversion.
+        message = run_tool_node([async_add], "async_add", a=2, b=3)
+    assert message.content == "5" and message.status == "success"
+
+
+@pytest.mark.parametrize("run", ["invoke", "ainvoke"])
+def test_to_langchain_tools_runs_async_tools_sync_and_async(run: str) -> None:
+    message = run_tool_node(to_langchain_tools([async_add]), "async_add", run=run, a=2, b=3)
+    assert (message.content, message.status, message.tool_call_id) == ("5", "success", "c1")
+
+
+def test_tool_exception_becomes_an_error_tool_message_in_create_agent() -> None:
+    model, target = model_over([call("explode", x=7), "Item 7 is out of stock."])
+    agent = create_agent(model, to_langchain_tools([explode]))
+    state = agent.invoke({"messages": [HumanMessage("order item 7")]})  # does not raise
+    (tool_message,) = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert tool_message.status == "error"
+    assert tool_message.content == "Error: no stock for item 7"
+    assert state["messages"][-1].content == "Item 7 is out of stock."
+    # The model's next turn saw the error as the tool's answer.
+    assert target.requests[1].messages[-1]["content"] == "Error: no stock for item 7"
+
+
+def test_converted_tool_reports_invalid_arguments_and_timeouts_as_errors() -> None:
+    @ooo_tool(timeout=0.01)
+    async def slow(x: int) -> int:
+        """Never answers in time."""
+        await asyncio.sleep(5)
+        return x
+
+    tools = to_langchain_tools([async_add, slow])
+    bad = run_tool_node(tools, "async_add", a="x", b=1)
+    assert bad.status == "error" and bad.content.startswith("Error: ")
+    assert "valid integer" in bad.content
+    late = run_tool_node(tools, "slow", x=1)
+    assert (late.status, late.content) == ("error", "Error: timed out after 0.01s")
+
+
+def test_create_agent_path_emits_no_deprecation_warning() -> None:
+    model, _ = model_over([call("add", a=1, b=1), "2"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        agent = create_agent(model, to_langchain_tools([add, async_add]))
+        state = agent.invoke({"messages": [HumanMessage("1+1")]})
+    assert state["messages"][-1].content == "2"
+    deprecations = [w for w in caught if issubclass(w.category, DeprecationWarning)]
+    assert deprecations == [], [str(w.message) for w in deprecations]
+
+
+def merged(chunks: list[Any]) -> Any:
+    total = chunks[0]
+    for chunk in chunks[1:]:
+        total = total + chunk
+    return total
+
+
+TURN = "Adding. " + call("add", a=1, b=2) + "\n" + call("multiply", a=3, b=4) + "\n" + call("add", a="x", b=2)
+
+
+@pytest.mark.parametrize("api", ["stream", "astream"])
+def test_stream_yields_chunks_that_merge_into_the_invoke_message(api: str) -> None:
+    from langchain_core.messages import AIMessageChunk
+
+    model, _ = model_over([TURN, TURN])
+    bound = model.bind_tools([add, multiply])
+    expected = bound.invoke("go")
+
+    async def collect() -> list[Any]:
+        return [c async for c in bound.astream("go")]
+
+    chunks = list(bound.stream("go")) if api == "stream" else asyncio.run(collect())
+    assert len(chunks) >= 4 and all(isinstance(c, AIMessageChunk) for c in chunks)
+    assert chunks[0].content == "Adding."
+    streamed = [c.tool_call_chunks for c in chunks if c.tool_call_chunks]
+    assert [[(p["index"], p["name"]) for p in parts] for parts in streamed] == [
+        [(0, "add")],
+        [(1, "multiply")],
+    ]
+    total = merged(chunks)
+    assert total.content == expected.content
+    assert [(c["name"], c["args"]) for c in total.tool_calls] == [
+        (c["name"], c["args"]) for c in expected.tool_calls
+    ]
+    assert total.invalid_tool_calls == []  # not re-parsed into a valid-looking call
+    rejected = total.response_metadata["ooo_invalid_tool_calls"]
+    assert [(c["name"], c["args"]) for c in rejected] == [
+        (c["name"], c["args"]) for c in expected.invalid_tool_calls
+    ]
+    assert rejected[0]["error"]
+    assert total.usage_metadata == expected.usage_metadata
+    assert total.response_metadata["finish_reason"] == "tool_calls"
+
+
+def test_agent_streams_the_model_turn_as_message_chunks() -> None:
+    model, _ = model_over([call("add", a=2, b=3), "5"])
+    agent = create_agent(model, [add])
+    seen: list[Any] = []
+    for item, _meta in agent.stream({"messages": [HumanMessage("2+3")]}, stream_mode="messages"):
+        seen.append(item)
+    call_parts = [p for m in seen for p in getattr(m, "tool_call_chunks", [])]
+    assert [(p["name"], json.loads(p["args"])) for p in call_parts] == [("add", {"a": 2, "b": 3})]
+    tool_results = [m.content for m in seen if isinstance(m, ToolMessage)]
+    assert tool_results == ["5"]

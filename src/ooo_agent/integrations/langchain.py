@@ -7,11 +7,24 @@ still nothing else runs). Calls still go through our validator, so the
 ``AIMessage.tool_calls`` it returns always name a bound tool with schema-valid arguments;
 anything else lands in ``invalid_tool_calls``.
 
-Example::
+Example (LangChain 1.x's agent factory; LangGraph's ``create_react_agent`` is deprecated)::
 
-    from langgraph.prebuilt import create_react_agent
+    from langchain.agents import create_agent
     model = OoOChatModel(caller=FastToolCaller(target))
-    agent = create_react_agent(model.bind_tools([add, multiply]), [add, multiply])
+    agent = create_agent(model, to_langchain_tools([add, multiply]))
+
+:func:`to_langchain_tools` turns our ``@tool`` functions into LangChain tools that LangGraph's
+``ToolNode`` runs sync or async (an ``async`` tool is awaited), validated by our validator, and
+whose exceptions come back as ``ToolMessage(status="error")`` instead of ending the run.
+An ``async`` ``@tool`` given to ``ToolNode`` as it is is awaited too (LangChain's own conversion
+sees a coroutine function), but LangGraph then re-raises its exceptions, as for any tool.
+
+``stream()`` / ``astream()`` yield ``AIMessageChunk``s: the text, then one ``tool_call_chunks``
+entry per validated call, then usage and metadata; added together they give the message
+``invoke()`` returns. No target streams its text yet, so the chunks come once the turn is
+decoded and validated. A rejected call is listed in ``response_metadata["ooo_invalid_tool_calls"]``
+of a streamed message, not as a chunk: LangChain rebuilds ``invalid_tool_calls`` from chunk
+arguments, which would turn a schema-invalid call into a valid-looking one.
 
 Speculative pre-execution: with a sidecar, a read-only tool (our ``@tool(read_only=True)``, or a
 LangChain tool whose ``metadata`` has ``{"read_only": True}``) is started on the sidecar's
@@ -19,7 +32,7 @@ predicted call while the target decodes. A result the target's verified call con
 for that call (``response_metadata["ooo_preexecuted"]``), and the tools from
 :meth:`OoOChatModel.speculative_tools` return it when LangGraph's ``ToolNode`` runs the call::
 
-    agent = create_react_agent(model, model.speculative_tools([search, add]))
+    agent = create_agent(model, model.speculative_tools([search, add]))
 
 Needs the ``langchain`` extra (``pip install "ooo-agent[langchain]"``).
 """
@@ -29,26 +42,30 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import json
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import anyio
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
+    AIMessageChunk,
     BaseMessage,
     InvalidToolCall,
     convert_to_openai_messages,
 )
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.messages.tool import ToolCall as LCToolCall
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.messages.tool import tool_call_chunk
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import ConfigDict, Field, PrivateAttr
 
@@ -70,6 +87,7 @@ __all__ = [
     "PreexecutedResults",
     "PreexecutedTool",
     "is_read_only",
+    "to_langchain_tools",
     "to_openai_messages",
     "toolset_from_langchain",
 ]
@@ -270,7 +288,10 @@ class OoOChatModel(BaseChatModel):
         the others are returned as LangChain tools, unchanged. Our ``Tool`` and plain functions
         are converted to LangChain tools first::
 
-            agent = create_react_agent(model, model.speculative_tools([search, add]))
+            agent = create_agent(model, model.speculative_tools([search, add]))
+
+        The tools are those of :func:`to_langchain_tools` (exceptions become error
+        ``ToolMessage``s).
         """
         converted: list[BaseTool] = []
         for item in tools:
@@ -325,6 +346,45 @@ class OoOChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        message = await self._turn(messages, stop, **kwargs)
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return run_sync(self._agenerate(messages, stop, None, **kwargs))
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        """The turn as chunks (see :func:`message_chunks`): text, one per call, metadata."""
+        message = await self._turn(messages, stop, **kwargs)
+        for chunk in message_chunks(message):
+            yield ChatGenerationChunk(message=chunk)
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        message = run_sync(self._turn(messages, stop, **kwargs))
+        for chunk in message_chunks(message):
+            yield ChatGenerationChunk(message=chunk)
+
+    async def _turn(
+        self, messages: list[BaseMessage], stop: list[str] | None, **kwargs: Any
+    ) -> AIMessage:
+        """One model turn from the caller, as the ``AIMessage`` ``invoke`` returns."""
         choice = normalize_tool_choice(kwargs.get("tool_choice"))
         toolset = tools_for_choice(_bound_toolset(kwargs), choice)
         parallel = bool(kwargs.get("parallel_tool_calls", True))
@@ -350,16 +410,7 @@ class OoOChatModel(BaseChatModel):
         message = self._to_ai_message(result, stop)
         if preexecuted:
             message.response_metadata["ooo_preexecuted"] = preexecuted
-        return ChatResult(generations=[ChatGeneration(message=message)])
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return run_sync(self._agenerate(messages, stop, None, **kwargs))
+        return message
 
     def _to_ai_message(self, result: CallResult, stop: list[str] | None) -> AIMessage:
         text = result.text
@@ -386,6 +437,49 @@ class OoOChatModel(BaseChatModel):
                 "ooo_stats": stats_to_dict(result.stats),
             },
         )
+
+
+def message_chunks(message: AIMessage) -> list[AIMessageChunk]:
+    """``message`` as the chunks a stream yields; added together they give it back.
+
+    The text (when there is any), then one chunk per tool call (``tool_call_chunks`` with the
+    call's index, id, name and JSON arguments), then a last chunk with the usage and the
+    response metadata. Rejected calls go into ``response_metadata["ooo_invalid_tool_calls"]``:
+    as chunks, LangChain would parse their arguments back into ``tool_calls``.
+    """
+    chunks: list[AIMessageChunk] = []
+    if message.content:
+        chunks.append(AIMessageChunk(content=message.content, id=message.id))
+    for index, call in enumerate(message.tool_calls):
+        arguments = json.dumps(call["args"], ensure_ascii=False)
+        part = tool_call_chunk(name=call["name"], args=arguments, id=call["id"], index=index)
+        chunks.append(AIMessageChunk(content="", tool_call_chunks=[part], id=message.id))
+    metadata = dict(message.response_metadata)
+    if message.invalid_tool_calls:
+        metadata["ooo_invalid_tool_calls"] = [dict(c) for c in message.invalid_tool_calls]
+    chunks.append(
+        AIMessageChunk(
+            content="",
+            usage_metadata=message.usage_metadata,
+            response_metadata=metadata,
+            id=message.id,
+            chunk_position="last",
+        )
+    )
+    return chunks
+
+
+def to_langchain_tools(tools: Sequence[BaseTool | Tool | Callable[..., Any]]) -> list[BaseTool]:
+    """The tools as LangChain tools, for LangGraph's ``ToolNode`` or ``create_agent``.
+
+    Our :class:`~ooo_agent.tools.Tool` (``@tool``) becomes a ``StructuredTool`` that runs
+    sync (``invoke``) and async (``ainvoke``; an ``async`` tool is awaited), validates the
+    arguments with our validator, keeps the tool's ``timeout``, and turns an exception (or a
+    timeout, or invalid arguments) into a ``ToolMessage`` with ``status="error"`` whose content
+    is ``Error: ...`` — so the model sees what went wrong instead of the run ending. LangChain
+    tools are returned as they are; plain functions go through LangChain's ``@tool``.
+    """
+    return [_as_langchain_tool(item) for item in tools]
 
 
 def to_openai_messages(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
@@ -473,15 +567,21 @@ def _as_langchain_tool(item: Any) -> BaseTool:
 
 
 def _langchain_tool_from_ours(ours: Tool) -> BaseTool:
-    """Our ``Tool`` as a LangChain tool: its schema, validated and run by ``Tool.invoke``."""
+    """Our ``Tool`` as a LangChain tool: its schema, validated and run by ``Tool.invoke``
+    within its ``timeout``; a failure is raised as ``ToolException`` (an error ToolMessage)."""
     if not ours.has_handler:
         raise TypeError(f"tool {ours.name!r} is schema-only: there is no function to run")
 
     async def arun(**arguments: Any) -> Any:
-        return await ours.invoke(arguments)
+        try:
+            with anyio.move_on_after(ours.timeout):
+                return await ours.invoke(arguments)
+        except Exception as exc:
+            raise ToolException(f"Error: {str(exc) or type(exc).__name__}") from exc
+        raise ToolException(f"Error: timed out after {ours.timeout:g}s")
 
     def run(**arguments: Any) -> Any:
-        return run_sync(ours.invoke(arguments))
+        return run_sync(arun(**arguments))
 
     return StructuredTool(
         name=ours.name,
@@ -489,6 +589,7 @@ def _langchain_tool_from_ours(ours: Tool) -> BaseTool:
         args_schema=ours.parameters,
         func=run,
         coroutine=arun,
+        handle_tool_error=True,
         metadata={"read_only": True} if ours.read_only else None,
     )
 
