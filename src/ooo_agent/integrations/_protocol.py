@@ -6,7 +6,6 @@ their own. Requests are validated with pydantic; responses are plain dicts in Op
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ooo_agent.calls import CallErrorKind, CallResult
+from ooo_agent.integrations._checks import dumps
 from ooo_agent.integrations._openai import (
     finish_reason,
     preexecuted_results,
@@ -190,7 +190,8 @@ def completion_chunks(
 ) -> Iterator[str]:
     """The turn as server-sent events: role, text, then each call as a header delta followed
     by its arguments in ``piece``-character deltas, the finish reason (its delta carries
-    ``ooo_tool_results`` when the server pre-executed calls), usage, ``[DONE]``."""
+    ``ooo_tool_results`` when the server pre-executed calls), usage, ``[DONE]``. Each event's
+    JSON encodes as UTF-8 whatever the model wrote (:func:`~._checks.dumps`)."""
     created = int(time.time())
 
     def chunk(delta: dict[str, Any], reason: str | None = None, **extra: Any) -> str:
@@ -202,7 +203,7 @@ def completion_chunks(
             "choices": [{"index": 0, "delta": delta, "finish_reason": reason, "logprobs": None}],
             **extra,
         }
-        return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
+        return f"data: {dumps(body)}\n\n"
 
     yield chunk({"role": "assistant", "content": ""})
     content = response_content(result) or ""
@@ -228,5 +229,5 @@ def completion_chunks(
             "choices": [],
             "usage": usage(result),
         }
-        yield f"data: {json.dumps(body)}\n\n"
+        yield f"data: {dumps(body)}\n\n"
     yield "data: [DONE]\n\n"

@@ -1,7 +1,8 @@
 """An OpenAI-compatible HTTP server over a :class:`~ooo_agent.FastToolCaller`.
 
 ``POST /v1/chat/completions`` (tools, ``tool_choice``, ``parallel_tool_calls``, ``stream``) and
-``GET /v1/models``, so the official ``openai`` client and anything built on it work unchanged::
+``GET /v1/models`` (and ``GET /health``, without auth), so the official ``openai`` client and
+anything built on it work unchanged::
 
     app = create_app(FastToolCaller(target), model_name="smollm2-135m-toolcall", api_key="s3cret")
     serve(app, port=8000)          # or: ooo-agent serve --port 8000
@@ -12,9 +13,12 @@ itself may be pre-executed on the sidecar's prediction: a result the target's ve
 confirms comes back in the assistant message's ``ooo_tool_results`` extension field.
 
 OoO statistics come in the ``ooo`` field of each response (and of the last stream chunk) and,
-summarised, in the ``x-ooo-stats`` header. Errors use OpenAI's shape
-``{"error": {"message", "type", "param", "code"}}``: 400 malformed or invalid request, 401
-missing/wrong token, 404 unknown model or route, 413 body too large.
+summarised, in the ``x-ooo-stats`` header. Every answer is JSON or a complete stream; errors
+use OpenAI's shape ``{"error": {"message", "type", "param", "code"}}``: 400 malformed or
+invalid request (not strict JSON, nested too deep, lone surrogates, messages OpenAI would
+refuse, tool schemas that are not JSON Schema) or a forced ``tool_choice`` the model answered
+without a valid call (code ``tool_use_failed``), 401 missing/wrong token, 404 unknown model or
+route, 413 body too large, 502 a failing target, 500 anything else.
 
 Needs the ``server`` extra (``pip install "ooo-agent[server]"``).
 """
@@ -22,7 +26,6 @@ Needs the ``server`` extra (``pip install "ooo-agent[server]"``).
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import sys
 import time
@@ -34,16 +37,26 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ooo_agent.caller import FastToolCaller
 from ooo_agent.calls import CallResult
 from ooo_agent.errors import FormatError, OooAgentError, TargetError
+from ooo_agent.integrations._checks import (
+    RequestError,
+    check_messages,
+    check_tool_schema,
+    dumps,
+    load_body,
+    param_path,
+)
 from ooo_agent.integrations._openai import keep_first_call, stats_header, tools_for_choice
 from ooo_agent.integrations._protocol import (
     ChatCompletionRequest,
     completion_chunks,
     completion_response,
     error_body,
+    extension,
     new_completion_id,
 )
 from ooo_agent.tools import Tool, ToolContext, Toolset
@@ -60,14 +73,56 @@ logger = logging.getLogger("ooo_agent.server")
 
 
 class APIError(Exception):
-    """An error answered in OpenAI's shape with an HTTP status."""
+    """An error answered in OpenAI's shape with an HTTP status (``extra``: more top-level
+    fields beside ``error``)."""
 
     def __init__(
-        self, status: int, message: str, type: str, param: str | None = None, code: str | None = None
+        self,
+        status: int,
+        message: str,
+        type: str,
+        param: str | None = None,
+        code: str | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
-        self.body = error_body(message, type, param, code)
+        self.body = {**error_body(message, type, param, code), **(extra or {})}
+
+
+class SafeJSONResponse(JSONResponse):
+    """JSON that always encodes: a lone surrogate escaped, a non-finite number ``null``."""
+
+    def render(self, content: Any) -> bytes:
+        return dumps(content).encode("utf-8")
+
+
+class _JSONErrors:
+    """Outermost guard: an exception no handler answered becomes a 500 in OpenAI's shape
+    (logged with its traceback), never a plain-text page."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception:
+            logger.exception("request failed")
+            if started:  # nothing can be said any more; streams are built before they start
+                raise
+            body = error_body("Internal error.", "server_error", None, "internal_error")
+            await SafeJSONResponse(body, status_code=500)(scope, receive, send)
 
 
 def create_app(
@@ -98,20 +153,32 @@ def create_app(
         raise ValueError(f"max_concurrency must be at least 1, not {max_concurrency}")
     if max_body_bytes < 1:
         raise ValueError(f"max_body_bytes must be positive, not {max_body_bytes}")
-    app = FastAPI(title="ooo-agent", docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="ooo-agent",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        default_response_class=SafeJSONResponse,
+    )
+    app.add_middleware(_JSONErrors)
     limiter = anyio.CapacityLimiter(max_concurrency)
     runnable = _runnable_tools(server_tools)
     created = int(time.time())
 
     @app.exception_handler(APIError)
     async def _api_error(request: Request, exc: APIError) -> JSONResponse:
-        return JSONResponse(exc.body, status_code=exc.status)
+        return SafeJSONResponse(exc.body, status_code=exc.status)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         kind = "not_found_error" if exc.status_code == 404 else "invalid_request_error"
         body = error_body(str(exc.detail), kind, None, str(exc.status_code))
-        return JSONResponse(body, status_code=exc.status_code)
+        return SafeJSONResponse(body, status_code=exc.status_code)
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        """Liveness for load balancers and orchestrators: no auth, no model work."""
+        return {"status": "ok"}
 
     @app.get("/v1/models")
     async def list_models(request: Request) -> dict[str, Any]:
@@ -138,18 +205,23 @@ def create_app(
             result = await _generate(caller, chat, _with_handlers(toolset, runnable), choice)
         if chat.parallel_tool_calls is False:
             keep_first_call(result)
+        if not result.calls and (choice == "required" or isinstance(choice, dict)):
+            raise _no_forced_call(result, choice)
         completion_id = new_completion_id()
         headers = {"x-ooo-stats": stats_header(result.stats)}
         if chat.stream:
             include_usage = bool(chat.stream_options and chat.stream_options.include_usage)
-            chunks = completion_chunks(
-                result, completion_id=completion_id, model=model_name, include_usage=include_usage
+            # Built whole before the first byte: a stream that starts always ends.
+            chunks = list(
+                completion_chunks(
+                    result, completion_id=completion_id, model=model_name, include_usage=include_usage
+                )
             )
             return StreamingResponse(
                 _aiter(chunks), media_type="text/event-stream", headers=headers
             )
         payload = completion_response(result, completion_id=completion_id, model=model_name)
-        return JSONResponse(payload, headers=headers)
+        return SafeJSONResponse(payload, headers=headers)
 
     return app
 
@@ -210,19 +282,59 @@ async def _read_body(request: Request, limit: int) -> bytes:
 
 
 def _parse_request(body: bytes) -> ChatCompletionRequest:
+    """The request, checked (strict JSON, messages, shape, tool schemas) or a 400."""
     try:
-        data = json.loads(body)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise APIError(400, f"Request body is not valid JSON: {exc}", "invalid_request_error") from None
-    if not isinstance(data, dict):
-        raise APIError(400, "Request body must be a JSON object.", "invalid_request_error")
-    try:
-        return ChatCompletionRequest.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        param = ".".join(str(p) for p in first["loc"]) or None
-        message = f"Invalid request: {param}: {first['msg']}" if param else first["msg"]
-        raise APIError(400, message, "invalid_request_error", param, "invalid_value") from None
+        data = load_body(body)
+        if not isinstance(data, dict):
+            raise RequestError("Request body must be a JSON object.")
+        check_messages(data.get("messages"))
+        try:
+            chat = ChatCompletionRequest.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            param = param_path(*(p for p in first["loc"] if _is_field(p))) or None
+            message = f"Invalid request: {param}: {first['msg']}" if param else first["msg"]
+            raise RequestError(message, param) from None
+        for index, tool in enumerate(chat.tools or []):
+            if tool.function.parameters is not None:
+                at = f"tools[{index}].function.parameters"
+                check_tool_schema(tool.function.parameters, at, tool.function.name)
+    except RequestError as exc:
+        raise APIError(400, exc.message, "invalid_request_error", exc.param, exc.code) from None
+    return chat
+
+
+def _is_field(part: str | int) -> bool:
+    """Whether a pydantic error location part names a field or an index (not a union member
+    tag such as ``literal['auto','none']`` or ``NamedToolChoice``)."""
+    if isinstance(part, int):
+        return True
+    return part.isidentifier() and not part[:1].isupper() and part not in _TYPE_TAGS
+
+
+_TYPE_TAGS = frozenset({"str", "int", "float", "bool", "dict", "list", "none"})
+
+
+def _no_forced_call(result: CallResult, choice: str | dict[str, Any]) -> APIError:
+    """The 400 for a turn that ``"required"`` or a named ``tool_choice`` forced to call, but
+    that holds no valid call: why, in the message; the rejected calls in ``ooo``."""
+    label = repr(choice) if isinstance(choice, str) else repr(choice["function"]["name"])
+    reasons = [_short(e.message) for e in result.errors] or ["the model answered in text"]
+    if result.stats.decode.finish_reason == "length":
+        reasons.append("the token budget ended the answer (max_tokens)")
+    return APIError(
+        400,
+        f"tool_choice {label} asks for a call, but the model wrote no valid one: "
+        + "; ".join(reasons),
+        "invalid_request_error",
+        "tool_choice",
+        "tool_use_failed",
+        extra={"ooo": extension(result)},
+    )
+
+
+def _short(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _request_tools(chat: ChatCompletionRequest) -> tuple[Toolset, str | dict[str, Any]]:
