@@ -70,117 +70,59 @@ class WaveReport:
 
 @dataclass(frozen=True)
 class WaveOptions:
-    """Which rows a wave asks.
+    """Which rows a wave asks, and how their answers are held. Each option is explained, with
+    what it measured, in docs/sidecar.md.
 
     Args:
         ask_single_tool: ask the function-index row even when only one tool is offered
             (by default the answer is known: index 0, published at the wave's start).
-        max_rows: cap on rows per wave (the function-index row counts); the rows kept are the
-            first in tool order. ``None``: no cap.
+        max_rows: cap on rows per wave (the function-index row counts); the first rows in
+            tool order are kept. ``None``: no cap.
         check_slots: drop slot values that fail the slot's JSON schema.
-        schedule: how a local backend orders the rows. ``parallel``: every row in one batch
-            (the method as published; right where rows run in parallel, as on a GPU or behind
-            vLLM). ``function-first``: the function-index row first, then only the chosen
-            tool's argument rows (the others could never reach the hint) — on a CPU, where each
-            row costs time, the function and its slots land much earlier. ``auto``:
-            ``function-first`` for a model on the CPU, else ``parallel``. HTTP backends always
-            send one request with every row.
-        follow_target: once the target has written its function name (the drafter reports it
-            through the box), hint that tool's slots, whatever the function-index row said.
-            The target never waits for it; a wrong tool choice by the sidecar then costs only
-            the slots not yet asked, not the whole hint.
-        follow_wait_s: ``function-first`` with ``follow_target``: after the function-index row,
-            how long the sidecar waits for the target's name before asking its own choice's
-            rows (the sidecar waits, never the target). 0 (the default): never wait — the
-            chosen tool's rows run at once, and the target's tool's rows after them if it
-            writes another (waiting delays the slots of every right choice; measured in
-            docs/benchmarks.md).
-        function_choice: how the sidecar picks the tool when several are offered. ``index``:
-            the function-index row's greedy answer (the method as published). ``scored``: the
-            tool whose name the sidecar finds likeliest as the start of a direct-call answer
-            (``{"name": "<tool>", "``), all names scored in one batched forward and no
-            function-index row asked — for a sidecar that learned to name tools but not to
-            pick their index. ``calibrated``: as ``scored``, each name's score less what it
-            scores under a content-free request (:data:`CONTENT_FREE_MESSAGES`) with the same
-            tools — the sidecar's prior for a tool (its position, its words) no longer outvotes
-            the request (docs/benchmarks.md §2.0s). The prior depends only on the tools, so a
-            backend computes it once per tool set. Both need the model's log-probabilities:
-            in-process sidecars only.
-        relevance_weight: with a ``scored`` or ``calibrated`` choice, how much the request's
-            own words count: the choice maximises the log-softmax of the sidecar's name scores
-            plus ``relevance_weight`` times the log-softmax of each tool's lexical relevance
-            (:func:`~ooo_agent.sidecar.relevance.tool_relevance`: words of the user's messages
-            shared with the tool's name, description and parameters, weighted by their rarity
-            among the offered tools). 0 (the default): the sidecar's scores alone. No model
-            call; the embedded sidecar's preset uses 2 (docs/benchmarks.md §2.0y).
-        relevance_parameter_weight: in that relevance, how much a word of the tool's parameter
-            names and descriptions counts (a name's word counts 2, a description's 1); 0: the
-            parameters are left out, as before 2026-12-06 (docs/benchmarks.md
-            §2.0zzzzzzzzzzzzzzzzz).
-        tool_list: how the rows show the tools — the format the sidecar model was trained on
-            (:data:`~ooo_agent.sidecar.rows.ToolList`). ``signatures`` (the published format,
-            the upstream adapter's and the embedded sidecar's), ``described`` (each tool's
-            description after its signature in the function-index and direct-call rows) or
-            ``annotated`` (each argument row states its parameter's schema).
-        required_values: the argument row of a *required* parameter may not answer ``null``
-            (its first token is never one that starts ``null``): the target writes every
-            required argument, so only a value can match it, and the sidecar's likeliest value
-            is asked for instead of a null that leaves the slot empty. Needs control over
-            the sidecar's decoding: in-process sidecars only.
+        schedule: how a local backend orders the rows. ``parallel``: every row in one batch.
+            ``function-first``: the function-index row, then only the chosen tool's argument
+            rows. ``auto``: ``function-first`` for a model on the CPU, else ``parallel``. HTTP
+            backends always send one request with every row.
+        follow_target: once the target has written its function name, hint that tool's
+            slots, whatever the function-index row said (the target never waits for it).
+        follow_wait_s: with ``function-first`` and ``follow_target``, how long the sidecar
+            waits for the target's name before asking its own choice's rows; 0: never.
+        function_choice: how the tool is picked when several are offered. ``index``: the
+            function-index row's greedy answer. ``scored``: the likeliest tool name as the
+            start of a direct-call answer, all names scored in one batched forward.
+            ``calibrated``: as ``scored``, less each name's score under a content-free request
+            (:data:`CONTENT_FREE_MESSAGES`), computed once per tool set. ``scored`` and
+            ``calibrated`` need log-probabilities: in-process sidecars only.
+        relevance_weight: with ``scored`` or ``calibrated``, the weight of the request's own
+            words (:func:`~ooo_agent.sidecar.relevance.tool_relevance`) added to the name
+            scores' log-softmax. 0: the sidecar's scores alone.
+        relevance_parameter_weight: in that relevance, the weight of the words of the tool's
+            parameter names and descriptions; 0: parameters left out.
+        tool_list: how the rows show the tools (:data:`~ooo_agent.sidecar.rows.ToolList`):
+            the format the sidecar model was trained on.
+        required_values: a *required* parameter's row may not answer ``null``. In-process
+            sidecars only.
         mentioned_values: the same for an *optional* parameter the user's messages name
-            (:func:`~ooo_agent.decoding.mentions.mentioned_parameters`): a target decoding
-            with ``constrain_mentioned`` writes it, so its row answers a value, not ``null``.
-            Skipped for a request whose ``named_optionals`` is ``False`` (a target known not
-            to: ``FastToolCaller`` says so for an ``HFTarget`` without ``constrain_mentioned``).
-            In-process sidecars only.
+            (:func:`~ooo_agent.decoding.mentions.mentioned_parameters`), skipped where the
+            request's ``named_optionals`` is ``False``. In-process sidecars only.
         typed_values: each argument row's answer is held, token by token, to its parameter's
-            schema — its JSON type, enum and array elements, ``null`` only where the row may
-            answer it, the end of the answer only after a complete value
-            (:class:`~ooo_agent.sidecar.values.ValueConstraint`): a value that could never be
-            the target's (``"1234"`` for an integer) gives way to the sidecar's likeliest one
-            that could. In-process sidecars only.
-        unnamed_nulls: an *optional* parameter the user's messages do not name (the
-            complement of ``mentioned_values``) is answered ``null`` without asking its row:
-            a target leaves such a parameter out far more often than it writes it (BFCL's
-            live training answers may or must leave out 1,495 of 1,950:
-            ``benchmarks/mentions.py``), and a small sidecar's guess at it matches the
-            target's less often than ``null`` does (docs/benchmarks.md §2.0zzzzzzzzzzz).
-            The wave asks fewer rows. Any backend (no decoding control needed).
-        whole_words: with ``typed_values``, beside a target that holds values to conventions
-            (``SidecarRequest.value_conventions``), a row of a free string, a number or an
-            array of them copies the request's words whole
-            (:func:`~ooo_agent.sidecar.words.words_copied_whole`): once it has written three
-            or more characters of a word the request writes, it goes on as the request does
-            until the word ends — no "Christian" for "Christianity", no ``500`` for "$5000";
-            a string starts with no space; and where the request states dates a string written
-            as an ISO date is one of them (:func:`~ooo_agent.sidecar.words.dates_stated`; in a
-            row of a parameter named *date* from its first digit). In-process sidecars only.
-        request_case: a string the sidecar writes with a capital where the request writes the
-            same words whole and only in lower case takes the request's case (``"marble"`` for its
-            ``"Marble"`` of "made of marble"): a small sidecar capitalises the common nouns it
-            copies, the target copies them as written
-            (:func:`~ooo_agent.sidecar.words.in_request_case`; docs/benchmarks.md). Rows
-            of a free string or an array of them; codes in capitals and the parameter's own
-            options as the tool writes them stay. Any backend (the answer is rewritten as it
-            lands).
-        joint_values: with ``typed_values``, the numbers the chosen tool's rows answer, and
-            each string that repeats an earlier string of the call (the same words or a part
-            of them, case aside), are written again, one after another in the tool's
-            parameter order, as the sidecar's direct-call answer goes on (``{"name": …,
-            "parameters": {…`` with every value answered so far in it, those written again as
-            written again): each then reads the call before it, as the target writes its
-            call, where a row reads the request alone — a row answers 5 for the second side
-            of "sides 3, 4, and 5", 100 for each of "1kg at 0°C heated to 100°C under 1
-            atmosphere", the country "Sydney" after the city "Sydney"; the call 4; 1, 0, 1;
-            "Australia". The row's answer is in the hint first; the value written again
-            replaces it (held to the row's rules; where it is no number, or no string, the
-            row's stays). One prompt prefill for the call and a few tokens per value: the
-            call's KV cache is kept between them
-            (:class:`~ooo_agent.sidecar.batch.KeptPrefix`). In-process sidecars only
-            (docs/benchmarks.md §2.0zzzzzzzzzzzzzzzzzzzzz: argument exact 78.0 → 80.3 % on
-            BFCL ``multiple``, 77.9 → 81.4 % on ``simple_python``; no end-to-end change on a
-            2-core CPU, where the values written again mostly land after the target has
-            passed them).
+            schema (:class:`~ooo_agent.sidecar.values.ValueConstraint`). In-process sidecars
+            only.
+        unnamed_nulls: an *optional* parameter the user's messages do not name is answered
+            ``null`` without asking its row. Any backend.
+        whole_words: with ``typed_values`` and ``SidecarRequest.value_conventions``, a row
+            that starts copying a word of the request finishes it, and a string written as an
+            ISO date is one the request states
+            (:func:`~ooo_agent.sidecar.words.words_copied_whole`,
+            :func:`~ooo_agent.sidecar.words.dates_stated`). In-process sidecars only.
+        request_case: a string the sidecar capitalises where the request writes the same words
+            only in lower case takes the request's case
+            (:func:`~ooo_agent.sidecar.words.in_request_case`). Any backend.
+        joint_values: with ``typed_values``, the chosen tool's numbers, and strings that repeat
+            an earlier string of the call, are written again in a direct-call answer that
+            reads the values before them; such a value replaces its row's answer. The call's
+            KV cache is kept between values (:class:`~ooo_agent.sidecar.batch.KeptPrefix`).
+            In-process sidecars only.
     """
 
     ask_single_tool: bool = False
