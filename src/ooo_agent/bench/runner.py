@@ -70,8 +70,7 @@ class RecordingTarget:
 
     # FastToolCaller reads these off its target to tell the sidecar how the target decodes
     # (``SidecarRequest.named_optionals`` / ``value_conventions``); a wrapper that hid them
-    # sent every bench wave without the value conventions (docs/benchmarks.md
-    # §2.0zzzzzzzzzzzzzzzzzz).
+    # would send every bench wave without the value conventions.
     @property
     def constrain_mentioned(self) -> bool | None:
         value = getattr(self.inner, "constrain_mentioned", None)

@@ -6,7 +6,7 @@ request, the ones no offered tool fits included (the embedded target on BFCL
 ``irrelevance``: a call on 229 of 240). Its first token says how sure it is: the probability
 it gives the token a call starts with (``<`` of ``<tool_call>`` in the Hermes format) is
 above 0.99 on nearly every request a tool serves and lower on a third of the ones none does
-(docs/benchmarks.md). :class:`DeclinePolicy` reads that probability at the first position
+(docs/tools.md, "Declining when no tool fits"). :class:`DeclinePolicy` reads that probability at the first position
 and, below a threshold, refuses the call: the first token is the highest-ranked one that does
 not start a call, and no call opens later in the answer (the token that would complete the
 format's call marker is refused too). Above it, nothing changes. ``HFTarget`` asks it only on a turn that answers the user's

@@ -14,15 +14,12 @@ value without its name: a number in the unit a number parameter's description gi
 10 miles" for one described "(in miles)", "5 years" for "The number of years", "120 beats per
 minute" for one "in beats per minute"; the whole unit: "40 m/s" is no value "in m/s^2"), a
 date for a parameter named *date* (a date the request states: "January 1, 2022"), a year for a
-parameter named *year* ("in 2020"). On BFCL's live categories the dates and counted units add
-99 parameters the answer must write and 2 it may (none it must leave out) to the 941 named
-before (``benchmarks/mentions.py``). A unit word alone does not name a parameter
-called *unit* ("4 inches"): the model then writes `inch`, `m³` for `kg/m³`, `imperial` for a
-BMI's `metric` (docs/benchmarks.md §2.0zz).
+parameter named *year* ("in 2020"). A unit word alone does not name a parameter called *unit*
+("4 inches").
 :func:`with_mentioned_required` returns the tools with those parameters added to ``required``:
 what ``HFTarget(constrain_mentioned=True)`` hands its call constraint, so the target cannot
-close such a call before writing them (it still chooses their values; docs/benchmarks.md).
-No model call, nothing fitted to a data set.
+close such a call before writing them (it still chooses their values). No model call, nothing
+fitted to a data set; docs/tools.md says why, ``benchmarks/mentions.py`` measures it.
 """
 
 from __future__ import annotations

@@ -11,12 +11,9 @@ When the user's messages state percentages, :func:`with_fraction_rates` gives ea
 parameter an ``enum``: those percentages as fractions (``5%`` → ``0.05``), and any number
 between -1 and 1 the request writes as it is (``a rate of 0.045``). That is what
 ``HFTarget(constrain_values=True)`` hands its call constraint: the target chooses among
-them (it may not write ``5``, nor ``0.5`` for "5%"; docs/benchmarks.md). A parameter with an
-``enum``, ``const``, ``minimum`` or ``maximum`` of its own keeps it.
-No model call, nothing fitted to a data set: on BFCL's categories, such a parameter of a
-request that states a percentage is answered with one of them as a fraction 57 times in 59 (the
-other two: a rate the request writes as a word); the live categories hold none (their one rate
-parameter asks for a percentage).
+them (it may not write ``5``, nor ``0.5`` for "5%"). A parameter with an ``enum``, ``const``,
+``minimum`` or ``maximum`` of its own keeps it. No model call, nothing fitted to a data set;
+docs/tools.md says why, and ``benchmarks/conventions.py`` how often BFCL's answers agree.
 """
 
 from __future__ import annotations

@@ -25,11 +25,9 @@ __all__ = ["DEFAULT_PRIORS", "AcceptanceRates", "DraftPlanner"]
 DEFAULT_PRIORS: Mapping[str, tuple[float, float]] = {
     # source: (first-token acceptance, next-token acceptance)
     "schema": (0.9, 0.95),
-    # What the embedded target learns of the embedded sidecar's hints over 30 BFCL requests:
-    # (0.94, 0.983) on simple_python, (0.88, 0.971) on multiple (docs/benchmarks.md
-    # §2.0zzzzzzz; `ooo-agent bench` writes them as acceptance_rates). At (0.8, 0.9) a fresh
-    # target's min_gain cut a hint after 27 tokens whatever the tree's size; at these, a whole
-    # 64-token call fits from the first request.
+    # Near what the embedded target learns of the embedded sidecar's hints (`ooo-agent bench`
+    # reports them as acceptance_rates): high enough that a whole 64-token call fits in the
+    # tree from the first request, where (0.8, 0.9) cut a hint after 27 tokens.
     "hint": (0.85, 0.97),
     "memory": (0.5, 0.85),
     "ngram": (0.45, 0.8),

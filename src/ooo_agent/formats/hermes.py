@@ -83,8 +83,7 @@ class HermesFormat(ChatFormat):
     tool's name — the nearest name after the text it matched; the embedded target chooses the
     right tool far more often this way. A single tool leaves nothing to choose and is listed
     as usual (for the embedded target, trained on the usual order, the new order costs
-    argument accuracy there; docs/benchmarks.md §2.0n). Calls are written and parsed the same
-    either way.
+    argument accuracy there). Calls are written and parsed the same either way.
     """
 
     name = "hermes"

@@ -5,11 +5,10 @@ often names the tool outright ("the *area* of a *circle*" for ``geometry.circle_
 module scores each tool by the words it shares with the user's messages, weighted by how rare
 each word is among the offered tools (a word every tool has tells nothing), a name's word
 counting twice, a description's once and a word of its parameters' names and descriptions half
-(a word in several of these counts for each). No weight is fitted to an evaluation set
-(docs/benchmarks.md §2.0y, and §2.0zzzzzzzzzzzzzzzzz for the parameters).
+(a word in several of these counts for each). No weight is fitted to an evaluation set.
 
 :func:`tool_relevance` is what ``WaveOptions(relevance_weight=...)`` adds to a scored or
-calibrated choice (docs/benchmarks.md §2.0y).
+calibrated choice (docs/sidecar.md).
 """
 
 from __future__ import annotations

@@ -59,8 +59,7 @@ def comma_free_place(param: str, schema: Any) -> bool:
     such a row answers without any comma (``commas_from=""``), as the target writes "Tokyo"
     for the request's "Tokyo, Japan" there, where a small sidecar copies the request's whole
     "Tokyo, Japan". Where the description writes a comma ("e.g. Boston, MA"), or the parameter
-    is no place (a message, a route), the request's own commas stand (docs/benchmarks.md
-    §2.0zzzzzzzzzzzzzz)."""
+    is no place (a message, a route), the request's own commas stand (docs/sidecar.md)."""
     if not isinstance(schema, Mapping):
         return False
     description = schema.get("description")
@@ -108,7 +107,7 @@ class ValueConstraint:
             writes (case aside). Such a target writes "City, State" where the tool asks for it
             (the parameter then has a ``pattern`` and gets no ``commas_from``) and otherwise the
             place as the request gives it; a small sidecar adds a state or country of its own
-            ("San Francisco, CA" for "in San Francisco"; docs/benchmarks.md §2.0zzz).
+            ("San Francisco, CA" for "in San Francisco").
         words_from: the request's text, for a row :func:`copies_words`: the answer copies the
             request's words whole (:func:`~ooo_agent.sidecar.words.words_copied_whole`): a
             small sidecar stops a word it copies early ("Christian" for "Christianity",

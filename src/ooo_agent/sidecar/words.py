@@ -245,7 +245,7 @@ def in_request_case(request: str, value: str, keep: Collection[str] = ()) -> str
     same words whole and only in lower case, written as the request does: ``"marble"`` for the
     sidecar's ``"Marble"`` of "a sculpture made of marble", ``["tomatoes", "pet food"]`` for
     ``["Tomatoes","Pet food"]``. A small sidecar capitalises the common nouns it copies; the
-    target copies them as written (docs/benchmarks.md). Left as they are: a string in capitals
+    target copies them as written (docs/sidecar.md). Left as they are: a string in capitals
     alone (a code: ``"CAN"``, ``"USD"``), one the request writes with a capital somewhere
     ("Empire State building", a sentence's first word), one it does not write whole, and one
     of ``keep`` (the parameter's options as the tool writes them: "Type of food like Sushi.").

@@ -11,7 +11,7 @@ values the words do not spell out are kept.
 The copies are not labels: label them with the target like any request
 (``python -m ooo_agent.train.sidecar_data --requests <copies>``), so the sidecar's rows hold what
 the target writes for the new values. The point is to show the sidecar requests whose answers it
-must read rather than remember (docs/benchmarks.md §2.0zzzzzzzzz)::
+must read rather than remember::
 
     python -m ooo_agent.train.augment --requests runs/sidecar-data6/train_requests.jsonl \\
         --out runs/swapped/requests.jsonl --copies 1 --seed 7
