@@ -150,11 +150,10 @@ PRESETS: dict[str, Preset] = {
             ),
             description="embedded target: SmolLM2-135M-Instruct tuned to write tool calls",
             # It picks the offered tool far more often with each description before its
-            # name (docs/benchmarks.md §2.0n); calls are written the same way.
+            # name; calls are written the same way.
             format="hermes-description-first",
             # It calls a tool for nearly every request, one no tool serves too; it answers in
-            # words when its first token gives a call less than 98 % (docs/benchmarks.md
-            # §2.0zzzzzzzzzzzzzzz).
+            # words when its first token gives a call less than 98 % (docs/tools.md).
             decline_below=0.98,
             # Decoded as the demo and every README figure decode it: names, arguments (named
             # optionals included) and value conventions held while decoding; unconstrained,
@@ -172,32 +171,33 @@ PRESETS: dict[str, Preset] = {
                 "ooo-agent train sidecar --data <rows.jsonl> --out adapters/smollm2-135m-sidecar"
             ),
             description="embedded sidecar: SmolLM2-135M-Instruct answering OoO-Spec semantic rows",
-            # It names tools far better than it picks their index (docs/benchmarks.md §2.0l).
-            # "calibrated" picks the target's tool more often still, but its second scoring
-            # pass costs as many target forwards as it saves on this CPU (§2.0s).
+            # Each option below is explained, with what it bought, in docs/sidecar.md.
+            # It names tools far better than it picks their index. "calibrated" picks the
+            # target's tool more often still, but its second scoring pass costs as many
+            # target forwards as it saves on a CPU.
             function_choice="scored",
             # The request's own words as a prior on that choice: the target's tool on 94.2 %
-            # of BFCL `multiple` requests instead of 74.7 %, at no model cost (§2.0y).
+            # of BFCL `multiple` requests instead of 74.7 %, at no model cost.
             relevance_weight=2.0,
-            # A required parameter's row gives a value, never null (§2.0t).
+            # A required parameter's row gives a value, never null.
             required_values=True,
             # So does an optional one the request names, which a target decoding with
-            # constrain_mentioned (the demo's) writes (§2.0z).
+            # constrain_mentioned (the demo's) writes.
             mentioned_values=True,
-            # Each argument row writes a value its parameter's schema accepts (§2.0v).
+            # Each argument row writes a value its parameter's schema accepts.
             typed_values=True,
             # An optional one the request does not name is left out, as the target mostly
-            # does: argument rows match its calls more often, and the wave asks fewer (§2.0zzzzzzzzzzz).
+            # does: argument rows match its calls more often, and the wave asks fewer.
             unnamed_nulls=True,
             # A word or a list it copies from the request is copied whole: "Christianity",
-            # not "Christian"; 5000 for "$5000", not 500 (§2.0zzzzzzzzzzzzzzzzzz).
+            # not "Christian"; 5000 for "$5000", not 500.
             whole_words=True,
             # A common noun it copies is written in the request's lower case, as the target
-            # copies it: "marble", not "Marble" (§2.0zzzzzzzzzzzzzzzzzzz).
+            # copies it: "marble", not "Marble".
             request_case=True,
             # Its numbers, and a string that repeats another, written again one after another
             # in the call, each reading the values before it: 4 for the second side of "sides
-            # 3, 4, and 5", not 5; "Australia" after the city "Sydney" (§2.0zzzzzzzzzzzzzzzzzzzzz).
+            # 3, 4, and 5", not 5; "Australia" after the city "Sydney".
             joint_values=True,
         ),
         Preset(
@@ -376,9 +376,7 @@ def sidecar_dtype(device: str | None) -> torch.dtype:
     That is a CUDA GPU that supports it, or a CPU whose oneDNN has native bf16 kernels
     (AVX512-BF16 or AMX); float32 elsewhere. The sidecar only proposes a hint that the target
     verifies, so its precision can never change an output, only how early and how often the
-    hint is right. On this project's development CPU a bf16 wave of the embedded sidecar takes
-    0.77 s instead of 1.07 s and gives the same hint on 17 of 20 requests
-    (``benchmarks/sidecar_wave.py``, docs/benchmarks.md §2.0f).
+    hint is right (``benchmarks/sidecar_wave.py`` measures the wave in each precision).
     """
     import torch
 
