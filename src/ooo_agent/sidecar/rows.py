@@ -48,7 +48,7 @@ ToolList = Literal["signatures", "described", "annotated"]
 """How the rows show the tools. ``signatures``: ``[0] name(p1, p2)`` (the published format, what
 the upstream adapter reads). ``described``: each signature followed by ``: `` and the tool's
 description (its first :data:`DESCRIPTION_CHARS` characters, cut at a word) — for a small
-sidecar that cannot tell tools apart by their names alone (docs/benchmarks.md); argument rows as
+sidecar that cannot tell tools apart by their names alone (docs/sidecar.md); argument rows as
 published. ``annotated``: the published listing, and each argument row also states its
 parameter's schema before the question (:func:`parameter_note`: type, required or optional,
 default, allowed values, description) — a small sidecar fills a slot from what the slot is,

@@ -71,7 +71,7 @@ class HFTarget:
     included), and ``min_gain`` drops nodes less likely than this to be accepted. Both caps are
     64: a whole call of up to 64 tokens — most of BFCL's — is verified in one forward once its
     hint is in, and a 64-token verification costs a CPU about 30 % more than a 32-token
-    one (docs/benchmarks.md §2.0zzzzzzz).
+    one (``benchmarks/verify_cost.py``).
     The retrieval memory keeps ``memory_size`` earlier outputs of this instance.
     ``constrain_names`` restricts every call's function name to the offered tools during
     decoding, ``constrain_json`` keeps every call's text a well-formed call,
