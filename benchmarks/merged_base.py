@@ -2,7 +2,7 @@
 
 Writes ``base + scale × (base with ADAPTER merged − base)`` as a plain transformers folder, to
 put under another adapter with ``ooo-agent eval-sidecar --base FOLDER``: does the target's
-reading come with its weights into the sidecar's rows? (docs/benchmarks.md §2.0zzzzzzzzzzz:
+reading come with its weights into the sidecar's rows? (docs/lab-notes/2026-12-04-sidecar-tool-choice-and-rows.md §2.0zzzzzzzzzzz:
 it does not; nor after an epoch of the sidecar trained on them, §2.0zzzzzzzzzzzz.)
 
     python benchmarks/merged_base.py --adapter adapters/smollm2-135m-toolcall --scale 0.5 \\

@@ -23,7 +23,7 @@ category's), the report ``eval-sidecar``'s JSON for it with target labels.
 ``--optionals`` also splits the rows of the target's tool's *optional* parameters by whether
 the request names them (:func:`~ooo_agent.decoding.mentions.mentioned_parameters`) and
 whether the target wrote them, counting the sidecar's null, the target's value and another
-value (docs/benchmarks.md §2.0zzzzzzzzzzz). ``--against OTHER`` counts the rows this report
+value (docs/lab-notes/2026-12-04-sidecar-tool-choice-and-rows.md §2.0zzzzzzzzzzz). ``--against OTHER`` counts the rows this report
 gets right and ``OTHER`` (another ``eval-sidecar`` report on the same labels) does not, and
 the reverse, and the requests whose answers differ at all.
 """

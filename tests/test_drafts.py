@@ -195,9 +195,9 @@ def test_schema_drafter_survives_a_broken_skeleton() -> None:
     assert drafter.errors == 1
 
 
-def test_hint_reader_marks_steps_and_ignores_unrenderable_hints() -> None:
+def test_hint_reader_marks_steps_and_drops_unrenderable_hints() -> None:
     box = HintBox()
-    reader = HintReader(box, render=lambda h: 1 / 0)  # type: ignore[arg-type,return-value]
+    reader = HintReader(box, render=lambda h: h.function or "")
     box.set_slot("y", 0)  # before any draft: usable from step 0
     reader.poll(2)
     box.set_function("f")
@@ -205,7 +205,18 @@ def test_hint_reader_marks_steps_and_ignores_unrenderable_hints() -> None:
     # Landed after step 2's drafts were built: step 3 is the first that can use it.
     assert box.slot_steps == {"y": 0, "x": 3} and box.function_step == 3
     assert reader.poll(5)
-    assert reader.hint == Hint("f", {"y": 0, "x": 1}, False) and reader.text is None
+    assert reader.hint == Hint("f", {"y": 0, "x": 1}, False) and reader.text == "f"
+    # Changed: a hint that cannot be rendered used to stay in use (its text None); it is now
+    # dropped for the rest of the call, the reason in the box for the call's stats.
+    broken = HintBox()
+    reader = HintReader(broken, render=lambda h: 1 / 0)  # type: ignore[arg-type,return-value]
+    broken.set_slot("y", 0)
+    reader.poll(0)
+    assert reader.hint is None and reader.text is None
+    assert broken.dropped is not None and "ZeroDivisionError" in broken.dropped
+    broken.set_slot("x", 1)
+    reader.poll(1)
+    assert reader.hint is None and broken.snapshot().empty
 
 
 def test_end_token_ids_include_end_of_turn_markers() -> None:

@@ -26,6 +26,7 @@ __all__ = [
     "decode_arguments",
     "json_path",
     "not_json_data",
+    "plain_json",
     "reject_duplicate_keys",
     "schema_errors",
 ]
@@ -165,7 +166,7 @@ def _depth_ok(value: Any) -> bool:
     return True
 
 
-def _plain_json(value: Any, depth: int = 0) -> Any:
+def plain_json(value: Any, depth: int = 0) -> Any:
     """A copy of ``value`` as plain JSON data (tuples → lists); raises ValueError otherwise."""
     if depth > MAX_DEPTH:
         raise ValueError("nested too deeply")
@@ -180,10 +181,10 @@ def _plain_json(value: Any, depth: int = 0) -> Any:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ValueError(f"object key {key!r} is not a string")
-            out[key] = _plain_json(item, depth + 1)
+            out[key] = plain_json(item, depth + 1)
         return out
     if isinstance(value, list | tuple):
-        return [_plain_json(v, depth + 1) for v in value]
+        return [plain_json(v, depth + 1) for v in value]
     raise ValueError(f"a {type(value).__name__} is not JSON data")
 
 
@@ -237,7 +238,7 @@ def decode_arguments(arguments: Any, *, lenient: bool) -> dict[str, Any] | Argum
             )
     else:
         try:
-            value = _plain_json(arguments)
+            value = plain_json(arguments)
         except ValueError as exc:
             return ArgumentsError(
                 CallErrorKind.MALFORMED_CALL, f"are not JSON data: {exc}.", str(exc)

@@ -31,7 +31,7 @@ from ooo_agent.calls import CallError, CallErrorKind, CallResult, RawCall, Sidec
 from ooo_agent.context import ToolContext
 from ooo_agent.dispatch import dispatch as dispatch_calls
 from ooo_agent.formats.base import ChatFormat
-from ooo_agent.sidecar.base import Hint, HintBox, Sidecar, SidecarRequest
+from ooo_agent.sidecar.base import Hint, HintBox, Sidecar, SidecarRequest, clean_hint
 from ooo_agent.speculation import Speculator
 from ooo_agent.targets.base import (
     Generation,
@@ -203,6 +203,8 @@ class FastToolCaller:
                 stats.sidecar.slot_arrival_steps = dict(box.slot_steps)
                 stats.sidecar.hint_tokens_accepted = generation.stats.accepted_by_drafter.get("hint", 0)
                 stats.sidecar.function_from_target = box.function_from_target
+                stats.sidecar.hint_dropped = box.dropped
+                stats.sidecar.dropped_slots.update(box.refused)
 
             result.raw_text = generation.text
             started = time.perf_counter()
@@ -346,6 +348,8 @@ class FastToolCaller:
             stats.status = "garbage"
             stats.error = f"predicted unknown tool {hint.function!r}"
             return
+        hint, refused = clean_hint(hint)  # a hint is data: only clean JSON goes on
+        stats.dropped_slots.update(refused)
         stats.status = "ok"
         if not hint.empty:
             predicted = {"name": hint.function, "arguments": dict(hint.slots)}

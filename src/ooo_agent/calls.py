@@ -213,7 +213,11 @@ class SidecarStats:
     """The wave's final hint as JSON, ``{"name": …, "arguments": {…}}`` (the slots it predicted
     a value for; ``name`` null when it chose no tool); None when the wave formed no hint."""
     dropped_slots: dict[str, str] = field(default_factory=dict)
-    """Slot values dropped as invalid, with the reason."""
+    """Slot values dropped as invalid (not clean JSON data: NaN, a lone surrogate, ...), with
+    the reason; ``function`` for a function name that is not clean text."""
+    hint_dropped: str | None = None
+    """Why the target's drafters gave the hint up mid-call (it could not be rendered or
+    encoded); the call went on without it. None when the hint was used throughout."""
     error: str | None = None
     """Why the wave gave no hint: its fault, a timeout, or (``stopped``) the target's reason."""
 

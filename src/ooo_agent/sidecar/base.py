@@ -3,6 +3,11 @@
 The box is written by the sidecar (from its own task or thread) and read by the target's
 drafter at every decode step, without ever blocking the target: reading is a version check
 and, when something new landed, a snapshot under a short lock.
+
+A hint is data, not code: every value a sidecar puts in the box is checked and copied
+(:func:`clean_hint_value`: plain, finite JSON of valid Unicode text) and one that is not is
+refused, recorded in :attr:`HintBox.refused`; a reader that fails on a hint drops it
+(:meth:`HintBox.drop`), and the call goes on without it.
 """
 
 from __future__ import annotations
@@ -13,7 +18,40 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["Hint", "HintBox", "Sidecar", "SidecarRequest"]
+from ooo_agent._arguments import not_json_data, plain_json
+
+__all__ = ["Hint", "HintBox", "Sidecar", "SidecarRequest", "clean_hint", "clean_hint_value"]
+
+
+def clean_hint_value(value: Any) -> Any:
+    """A copy of ``value`` as plain JSON data (tuples → lists, mappings → dicts); raises
+    ``ValueError`` for what no call could hold: NaN / ±Infinity, a lone UTF-16 surrogate (which
+    no tokenizer can encode), a non-string key, a Python object, nesting past 64 levels."""
+    copied = plain_json(value)
+    problem = not_json_data(copied)
+    if problem is not None:
+        path, reason = problem
+        raise ValueError(f"{path} {reason}")
+    return copied
+
+
+def clean_hint(hint: Hint) -> tuple[Hint, dict[str, str]]:
+    """``hint`` with every value :func:`clean_hint_value` refuses left out, and the refused
+    parts with the reason (``function`` for a function name that is not clean text)."""
+    refused: dict[str, str] = {}
+    function = hint.function
+    if function is not None and (not isinstance(function, str) or not_json_data(function)):
+        refused["function"] = f"not a tool name: {function!r:.60}"
+        return Hint(None, {}, hint.complete), refused
+    slots: dict[str, Any] = {}
+    for name, value in dict(hint.slots).items():
+        try:
+            if not isinstance(name, str) or not_json_data(name):
+                raise ValueError(f"the slot name {name!r:.60} is not text")
+            slots[name] = clean_hint_value(value)
+        except ValueError as exc:
+            refused[str(name).encode("utf-8", "backslashreplace").decode()] = str(exc)
+    return Hint(function, slots, hint.complete), refused
 
 
 @dataclass(frozen=True)
@@ -122,11 +160,23 @@ class HintBox:
         """True once a reader has said it will report the target's function
         (:meth:`expect_target_function`); a sidecar waits for it only then."""
         self._no_call = _Report()
+        self.refused: dict[str, str] = {}
+        """Values a writer offered that were not clean JSON data (:func:`clean_hint_value`),
+        by slot (``function`` for the function name), with the reason; never published."""
+        self.dropped: str | None = None
+        """Why a reader gave the hint up (:meth:`drop`); None while it is in use."""
 
     # -- writer side ---------------------------------------------------------------
     def set_function(self, name: str | None, *, from_target: bool = False) -> None:
-        """Publish the hint's function; slots published for another function are dropped."""
+        """Publish the hint's function; slots published for another function are dropped.
+        A name that is not clean text is refused (recorded in :attr:`refused`)."""
+        if name is not None and (not isinstance(name, str) or not_json_data(name)):
+            with self._lock:
+                self.refused["function"] = f"not a tool name: {name!r:.60}"
+            return
         with self._lock:
+            if self.dropped is not None:
+                return
             if self._function is not None and name != self._function:
                 self._slots.clear()
             self._function = name
@@ -135,7 +185,19 @@ class HintBox:
             self.version += 1
 
     def set_slot(self, name: str, value: Any) -> None:
+        """Publish a slot's value: a clean copy (:func:`clean_hint_value`), or nothing, the
+        refusal recorded in :attr:`refused`."""
+        try:
+            if not isinstance(name, str) or not_json_data(name):
+                raise ValueError(f"the slot name {name!r:.60} is not text")
+            value = clean_hint_value(value)
+        except ValueError as exc:
+            with self._lock:
+                self.refused[str(name).encode("utf-8", "backslashreplace").decode()] = str(exc)
+            return
         with self._lock:
+            if self.dropped is not None:
+                return
             self._slots[name] = value
             self.slot_steps[name] = self._step + 1
             self.version += 1
@@ -209,8 +271,23 @@ class HintBox:
         return max(self._step, 0)
 
     def snapshot(self) -> Hint:
+        """The hint as it stands (empty once a reader dropped it)."""
         with self._lock:
+            if self.dropped is not None:
+                return Hint(None, {}, self._complete)
             return Hint(self._function, dict(self._slots), self._complete)
+
+    def drop(self, reason: str) -> None:
+        """Give the hint up for the rest of the call: a reader failed on it (``reason`` says
+        how, for the call's stats). Later writes are ignored; :meth:`snapshot` is empty. Only
+        the first reason is kept."""
+        reason = reason.encode("utf-8", "backslashreplace").decode("utf-8")
+        with self._lock:
+            if self.dropped is None:
+                self.dropped = reason
+                self._function = None
+                self._slots.clear()
+                self.version += 1
 
 
 @runtime_checkable

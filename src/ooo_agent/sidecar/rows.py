@@ -17,8 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from ooo_agent._arguments import reject_duplicate_keys
 from ooo_agent.formats._common import loose_function
-from ooo_agent.sidecar.base import Hint
+from ooo_agent.sidecar.base import Hint, clean_hint_value
 
 __all__ = [
     "DESCRIPTION_CHARS",
@@ -323,11 +324,17 @@ _MISSING = object()
 
 
 def parse_slot_value(answer: str) -> Any:
-    """The JSON value of a slot answer; ``None`` for ``null``; raises ``ValueError`` on garbage."""
+    """The JSON value of a slot answer; ``None`` for ``null``; raises ``ValueError`` on garbage,
+    which includes what no call could hold: ``NaN`` / ``Infinity``, a number out of float range,
+    a lone UTF-16 surrogate (``"\\ud800"``), a key written twice."""
     text = answer.strip()
     if text == "null" or not text:
         return None
-    return json.loads(text)
+    try:
+        value = json.loads(text, object_pairs_hook=reject_duplicate_keys)
+    except RecursionError as exc:
+        raise ValueError("nested too deeply") from exc
+    return clean_hint_value(value)
 
 
 def assemble_hint(

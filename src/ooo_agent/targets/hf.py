@@ -504,7 +504,7 @@ class _Speculation:
         self.target = target
         self.hint: HintReader | None = None
         if request.mode == "ooo" and request.hint_box is not None:
-            self.hint = HintReader(request.hint_box, target._render_hint)
+            self.hint = HintReader(request.hint_box, target._render_hint, target.codec.encode)
         skeleton = target._skeleton(tools) if tools else None
         self.schema: SchemaDrafter | None = (
             SchemaDrafter(
@@ -530,8 +530,9 @@ class _Speculation:
 
     def before_step(self, step: int) -> None:
         if self.hint is not None and self.hint.poll(step):
-            text = self.hint.text
-            self.ngram.set_source("hint", [self.target.codec.encode(text)] if text else [])
+            # Encoded by the reader, which drops a hint it cannot encode (never the call).
+            tokens = self.hint.tokens
+            self.ngram.set_source("hint", [tokens] if tokens else [])
 
     def on_verdict(self, path_tokens: Sequence[int], verdict: Any) -> None:
         recycler = self.target.recycler

@@ -85,19 +85,30 @@ class SchemaDrafter:
         hint = self.hint.hint if self.hint is not None else None
         try:
             continuations = list(self.skeleton.continuations(context.generated_text, hint))
-        except Exception:
-            # A skeleton bug must cost speed, never the answer.
-            self.errors += 1
-            return []
+        except Exception as exc:
+            if hint is None:
+                # A skeleton bug must cost speed, never the answer.
+                self.errors += 1
+                return []
+            # The hint made it fail: drop the hint, draft without it.
+            self._drop_hint(f"drafting with the hint failed: {type(exc).__name__}: {exc}")
+            return self.draft(context)
         drafts: list[TokenDraft] = []
         for rank, continuation in enumerate(continuations[: self.max_drafts]):
             text = getattr(continuation, "text", continuation)
             source = getattr(continuation, "source", "schema")
             if not isinstance(text, str) or not text:
                 continue
-            tokens, how = continuation_tokens(
-                self.codec, context.generated_ids, text, tail_tokens=self.tail_tokens
-            )
+            try:
+                tokens, how = continuation_tokens(
+                    self.codec, context.generated_ids, text, tail_tokens=self.tail_tokens
+                )
+            except Exception as exc:  # text no tokenizer takes: a cost, never the answer
+                if source == "hint":
+                    self._drop_hint(f"the hint's text could not be encoded: {type(exc).__name__}")
+                else:
+                    self.errors += 1
+                continue
             self.boundaries[how] += 1
             if tokens:
                 drafts.append(
@@ -107,6 +118,10 @@ class SchemaDrafter:
 
     def observe(self, context: DraftContext, accepted: Sequence[int]) -> None:
         return None
+
+    def _drop_hint(self, reason: str) -> None:
+        if self.hint is not None:
+            self.hint.drop(reason)
 
     def _report_function(self, generated: str) -> None:
         """Tell the sidecar (through the hint box) which tool the target is calling, once."""
