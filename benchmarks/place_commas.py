@@ -1,6 +1,6 @@
 """Where the request writes a value and then a comma, does the target stop at the comma?
 
-The check behind the sidecar's ``comma_free_place`` rule (docs/benchmarks.md
+The check behind the sidecar's ``comma_free_place`` rule (docs/lab-notes/2026-12-06-sidecar-value-rules.md
 §2.0zzzzzzzzzzzzzz). For each free string value (no ``enum``, ``pattern`` or ``format``) of
 the target's labelled calls whose first part the request writes followed by a comma and more
 ("Tokyo" of "Tokyo, Japan"), it counts whether the target kept a comma, split by whether the

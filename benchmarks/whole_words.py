@@ -1,6 +1,6 @@
 """Would the sidecar's whole-words rule refuse what the target itself writes?
 
-The check behind ``WaveOptions(whole_words=True)`` (docs/benchmarks.md
+The check behind ``WaveOptions(whole_words=True)`` (docs/lab-notes/2026-12-06-sidecar-value-rules.md
 §2.0zzzzzzzzzzzzzzzzzz). For each value of the target's labelled calls in a row the rule holds
 (``copies_words``: a free string, a number, an array of them) it asks whether the rule would
 have let the target write it: its words copied whole (``words_copied_whole``), for an
