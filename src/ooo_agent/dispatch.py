@@ -9,10 +9,14 @@ tools run in worker threads so the event loop never blocks. A ``sequential=True`
 barrier: it starts after every earlier call finished and ends before any later call starts.
 Every call ends as a :class:`ToolResult` (a value, or an error with its type); only the
 cancellation of ``dispatch`` itself propagates, after every running tool was cancelled.
+Identical calls of one turn (same tool, same canonical arguments) run once and share the
+result, each under its own call id, unless the tool opts out (``@tool(dedupe=False)``): a
+model that writes a booking twice books once.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -23,6 +27,7 @@ import anyio
 from ooo_agent.calls import ToolCall, ToolResult
 from ooo_agent.context import ToolContext
 from ooo_agent.tools import Tool, ToolLike, Toolset
+from ooo_agent.validate import canonical_arguments
 
 __all__ = ["CallRunner", "ContextFactory", "dispatch", "run_call"]
 
@@ -124,6 +129,7 @@ async def dispatch(
     toolset = Toolset.coerce(toolset)
     calls = list(calls)
     results: list[ToolResult | None] = [None] * len(calls)
+    runs, copies = _identical(calls, toolset)
 
     async def run(index: int) -> None:
         if answer is not None:
@@ -138,12 +144,39 @@ async def dispatch(
             default_timeout=default_timeout,
         )
 
-    for batch in _batches(calls, toolset):
+    for batch in _batches([calls[i] for i in runs], toolset):
         if len(batch) == 1:
-            await run(batch[0])
+            await run(runs[batch[0]])
             continue
         async with anyio.create_task_group() as group:
-            for index in batch:
-                group.start_soon(run, index)
+            for position in batch:
+                group.start_soon(run, runs[position])
+    for index, origin in copies.items():
+        shared = results[origin]
+        if shared is not None:
+            results[index] = dataclasses.replace(shared, call_id=calls[index].id)
     return [r for r in results if r is not None]
+
+
+def _identical(calls: Sequence[ToolCall], toolset: Toolset) -> tuple[list[int], dict[int, int]]:
+    """The indices of the calls to run, and each repeated call's index → the index of the
+    first identical call (same tool, same canonical arguments) whose result it shares.
+    Calls of a tool with ``dedupe=False``, or of no known tool, always run."""
+    runs: list[int] = []
+    copies: dict[int, int] = {}
+    first: dict[tuple[str, str], int] = {}
+    for index, call in enumerate(calls):
+        found = toolset.get(call.name)
+        if found is not None and found.dedupe:
+            try:
+                key = (call.name, canonical_arguments(call))
+            except (TypeError, ValueError):  # arguments no JSON can write: run it
+                runs.append(index)
+                continue
+            if key in first:
+                copies[index] = first[key]
+                continue
+            first[key] = index
+        runs.append(index)
+    return runs, copies
 
