@@ -2,42 +2,21 @@
 
 Four conventions a small target gets wrong although the call validates:
 
-- **a rate stated in percent is a fraction** (:mod:`ooo_agent.decoding.percentages`): "an
-  annual interest rate of 5%" is ``0.05`` for a ``rate`` described as "The annual interest
-  rate.";
-- **a place asked for as "City, State" is written so** (:func:`place_parameters`): a string
-  parameter whose description asks for the city *and* state (or country) — "The city and
-  state, e.g. New York, NY", "in the format of 'City, State'" — gets ``"New York, NY"``, not
-  ``"New York"``. Such a parameter is given the ``pattern`` ``,\\s*\\S`` (a comma and something
-  after it), which the call constraint holds it to (:class:`ooo_agent.formats._scan.StringPattern`):
-  the target cannot close the string before it has written the comma and what follows, and
-  still chooses both. On BFCL's live categories (where the rule was read from), 489 of the
-  507 answers to such a parameter hold a comma (the others: "Paris", "Delhi", "Cape Town"…);
-- **an amount is written whole** (:func:`truncated_amounts`): a request that writes
-  "$2,000,000" or "213 million" means ``2000000`` and ``213000000``; a small target copies the
-  digits before the first comma, the dot or the scale word (``2``, ``213``, ``8`` of "8.5
-  million"), or miscounts the zeros (``21300000``). The leading figure (and its whole part)
-  times any power of ten up to 10¹² other than the amount itself is ruled out of every number parameter (``not: {"enum": [213, 2130, …]}``), unless
-  the request also writes that number (on its own or as another amount). On BFCL's
-  categories, none of the 110 number arguments of requests that write such an amount takes a
-  number the rule rules out;
-- **an option the request names is the one meant** (:func:`named_options`): a parameter whose
-  ``enum`` (or whose array items' ``enum``) holds options the request names — each word of the
-  option among the request's words, as :func:`~ooo_agent.sidecar.relevance.relevance_terms`
-  counts them ("substitution mutations" names ``substitution``, "six months" ``six_months``,
-  "wars" ``War``), or the option written as it is ("free Wi-Fi") — takes one of those options
-  (an array: only those). A small target otherwise writes the first or the usual option
-  (``descending`` for "in ascending order", ``Used`` for a game "like new") or lists
-  every option of an array (``["Annual", "Perennial", "Shrub", …]`` for "nurseries that sell
-  annual plants"). Catch-all options (``all``, ``any``, ``dontcare``, ``none``, ``other``…)
-  never count as named, and a parameter whose only named options are catch-alls is left alone.
-  On BFCL's live categories 490 of the 500 answers to such a parameter keep the rule (the
-  others mostly a catch-all where the request names an option in passing), on the four
-  evaluation categories 213 of 226 (``benchmarks/conventions.py``).
+- **a rate stated in percent is a fraction** (:mod:`ooo_agent.decoding.percentages`): "5%" is
+  ``0.05`` for a ``rate`` described as "The annual interest rate.";
+- **a place asked for as "City, State" is written so** (:func:`place_parameters`): such a
+  string parameter gets the ``pattern`` ``,\\s*\\S``, which the call constraint holds it to
+  (:class:`ooo_agent.formats._scan.StringPattern`);
+- **an amount is written whole** (:func:`truncated_amounts`): for "$2,000,000" or "213
+  million" the leading figure times a power of ten (``2``, ``213``, ``21300000``) is ruled out
+  of every number parameter (``not: {"enum": [...]}``), unless the request also writes it;
+- **an option the request names is the one meant** (:func:`named_options`): an ``enum`` (or
+  array items' ``enum``) with options the request names takes one of those; catch-all options
+  (``all``, ``any``, ``none``…) never count as named.
 
-:func:`with_value_conventions` applies them to a request's tools (copies, the tools given are
-not changed). No model call, nothing fitted to a data set; ``benchmarks/conventions.py``
-counts how often BFCL's answers keep each rule.
+:func:`with_value_conventions` applies them to a request's tools (copies; the tools given are
+not changed). No model call, nothing fitted to a data set; docs/tools.md says why, and
+``benchmarks/conventions.py`` counts how often BFCL's answers keep each rule.
 """
 
 from __future__ import annotations

@@ -91,7 +91,8 @@ MAX_LEADING_WS = 4
 
 
 class ValueConstraint:
-    """Keeps one argument row's answer a (beginning of a) value its schema accepts.
+    """Keeps one argument row's answer a (beginning of a) value its schema accepts; the rules
+    and why they hold are in docs/sidecar.md.
 
     Args:
         schema: the parameter's JSON schema (BFCL's Python type names are read as JSON
@@ -104,20 +105,13 @@ class ValueConstraint:
             sidecar's own token is kept (the slot is then dropped, as it would be unsteered).
         commas_from: the request's text, for a free string parameter beside a target that holds
             values to conventions: the answer may hold a comma only inside text the request
-            writes (case aside). Such a target writes "City, State" where the tool asks for it
-            (the parameter then has a ``pattern`` and gets no ``commas_from``) and otherwise the
-            place as the request gives it; a small sidecar adds a state or country of its own
-            ("San Francisco, CA" for "in San Francisco").
+            writes (case aside), so no "San Francisco, CA" for "in San Francisco".
         words_from: the request's text, for a row :func:`copies_words`: the answer copies the
-            request's words whole (:func:`~ooo_agent.sidecar.words.words_copied_whole`): a
-            small sidecar stops a word it copies early ("Christian" for "Christianity",
-            ``500`` for "$5000") or slips inside it ("rs6034466"), where the target copies it
-            whole; and an array its lists whole (:func:`~ooo_agent.sidecar.words.list_goes_on`:
-            no ``["chicken"]`` for "chicken and mushrooms"); and a string it writes as an ISO
-            date (``"2015-``) is one the request states, where it states any
-            (:func:`~ooo_agent.sidecar.words.dates_stated`: not "2015-03-17" for "March 17,
-            1915"); and no string starts with whitespace
-            (:func:`~ooo_agent.sidecar.words.space_led`: not ``" Edinburgh"``).
+            request's words whole (:func:`~ooo_agent.sidecar.words.words_copied_whole`), an
+            array its lists whole (:func:`~ooo_agent.sidecar.words.list_goes_on`), a string
+            written as an ISO date is one the request states
+            (:func:`~ooo_agent.sidecar.words.dates_stated`), and no string starts with
+            whitespace (:func:`~ooo_agent.sidecar.words.space_led`).
         date_row: with ``words_from``, the row is a parameter named *date* (``date``,
             ``start_date``…): a string that starts with a digit is held to the stated dates
             from its first digit, not only once a hyphen follows four of them.
@@ -127,9 +121,7 @@ class ValueConstraint:
         encode: text → token ids, as the sidecar's tokenizer encodes it (no special tokens):
             with ``words_from``, where no token among the ``max_candidates`` best finishes a
             word the answer stops inside, the first token of the rest of that word is taken
-            (:func:`~ooo_agent.sidecar.words.word_rest`: ``"unit`` goes on with ``s`` for the
-            request's "units"; a model that wrote the word's beginning as one token rarely
-            ranks such a piece high).
+            (:func:`~ooo_agent.sidecar.words.word_rest`).
 
     Implements :class:`~ooo_agent.decoding.constraint.TokenConstraint`.
     """
