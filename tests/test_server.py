@@ -470,6 +470,16 @@ def tool_with(parameters: dict[str, Any]) -> list[dict[str, Any]]:
         ),
         ({"type": "object", "required": "a"}, "tools[0].function.parameters.required", "array"),
         ({"type": "string"}, "tools[0].function.parameters.type", "type 'object'"),
+        (
+            {"type": "object", "properties": {"a": {"$ref": "#/$defs/Missing"}}},
+            "tools[0].function.parameters.properties.a.$ref",
+            "'#/$defs/Missing' points nowhere",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"$ref": "https://example.com/a.json"}}},
+            "tools[0].function.parameters.properties.a.$ref",
+            "is not local",
+        ),
     ],
 )
 def test_tool_schemas_are_checked_against_the_meta_schema(
@@ -485,8 +495,12 @@ def test_tool_schemas_are_checked_against_the_meta_schema(
 def test_a_valid_schema_with_refs_is_served(client: Any) -> None:
     parameters = {
         "type": "object",
-        "$defs": {"City": {"type": "string", "minLength": 1}},
-        "properties": {"city": {"$ref": "#/$defs/City"}},
+        "$defs": {"City": {"type": "string", "minLength": 1}, "Tree": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}},
+        "properties": {
+            "city": {"$ref": "#/$defs/City"},
+            "tree": {"$ref": "#/$defs/Tree"},
+            "note": {"type": "object", "default": {"$ref": "data, not a reference"}},
+        },
         "required": ["city"],
     }
     tools = [{"type": "function", "function": {"name": "get_time", "parameters": parameters}}]

@@ -13,6 +13,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -246,8 +247,9 @@ _META: Validator | None = None
 
 def check_tool_schema(parameters: Mapping[str, Any], at: str, name: str) -> None:
     """``parameters`` checked against the JSON Schema (2020-12) meta-schema, ``pattern``s
-    compiled, and of type ``object`` when a type is given (a call's arguments are an object).
-    ``at`` names the field (``tools[0].function.parameters``)."""
+    compiled, every ``$ref`` resolving inside it, and of type ``object`` when a type is given
+    (a call's arguments are an object). ``at`` names the field
+    (``tools[0].function.parameters``)."""
     global _META
     from jsonschema import Draft202012Validator
     from jsonschema.exceptions import best_match
@@ -267,6 +269,7 @@ def check_tool_schema(parameters: Mapping[str, Any], at: str, name: str) -> None
             where,
             "invalid_function_parameters",
         )
+    _check_refs(parameters, at, name)
     declared = parameters.get("type")
     if declared is not None and declared != "object":
         raise RequestError(
@@ -275,6 +278,63 @@ def check_tool_schema(parameters: Mapping[str, Any], at: str, name: str) -> None
             f"{at}.type",
             "invalid_function_parameters",
         )
+
+
+_DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
+"""Keywords whose values are data, not schemas: a ``$ref`` key there is no reference."""
+
+
+def _check_refs(schema: Mapping[str, Any], at: str, name: str) -> None:
+    """Every ``$ref`` in ``schema`` points inside it (``#``, ``#/$defs/...``, an ``$anchor``):
+    a call could never be checked against one that does not (nothing is fetched)."""
+    refs: list[tuple[str, tuple[str | int, ...]]] = []
+    anchors: set[str] = set()
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(schema, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, Mapping):
+            if isinstance(node.get("$ref"), str):
+                refs.append((node["$ref"], (*path, "$ref")))
+            if isinstance(node.get("$anchor"), str):
+                anchors.add(node["$anchor"])
+            stack.extend(
+                (value, (*path, key)) for key, value in node.items() if key not in _DATA_KEYWORDS
+            )
+        elif isinstance(node, list):
+            stack.extend((item, (*path, index)) for index, item in enumerate(node))
+    for ref, path in refs:
+        if _resolves(schema, ref, anchors):
+            continue
+        where = param_path(at, *path)
+        why = (
+            "points nowhere in the schema"
+            if ref.startswith("#")
+            else "is not local; only references inside the schema ('#/$defs/...') are followed"
+        )
+        raise RequestError(
+            f"Invalid schema for function {name!r}: $ref {ref!r} {why} (at {where}).",
+            where,
+            "invalid_function_parameters",
+        )
+
+
+def _resolves(schema: Mapping[str, Any], ref: str, anchors: set[str]) -> bool:
+    """Whether the local reference ``ref`` names a node of ``schema``."""
+    if not ref.startswith("#"):
+        return False
+    fragment = unquote(ref[1:])
+    if fragment and not fragment.startswith("/"):
+        return fragment in anchors
+    node: Any = schema
+    for token in fragment.split("/")[1:]:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            return False
+    return isinstance(node, Mapping | bool)
 
 
 def _kind(value: Any) -> str:
