@@ -295,8 +295,8 @@ def test_sidecar_presets_carry_their_tool_listing() -> None:
 def test_only_the_embedded_sidecar_steers_its_decoding_by_default() -> None:
     from ooo_agent.models.presets import sidecar_required_values, sidecar_wave_defaults
 
-    # Measured on the embedded sidecar (docs/benchmarks.md §2.0t, §2.0v); the upstream adapter
-    # and any folder keep the method as published.
+    # Measured on the embedded sidecar (docs/lab-notes/2026-12-04-sidecar-tool-choice-and-rows.md,
+    # §2.0t, §2.0v); the upstream adapter and any folder keep the method as published.
     assert sidecar_required_values("smollm2-135m-sidecar") is True
     assert sidecar_required_values("qwen3-0.6b-ooo-sidecar") is False
     assert sidecar_required_values("some/folder") is False
