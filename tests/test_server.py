@@ -760,3 +760,68 @@ def test_under_load_with_hostile_bodies_every_answer_is_json_or_a_complete_strea
     assert statuses[413] == counts["oversize"]
     hostile = ("nested", "surrogate", "bad-schema", "no-tool-call-id", "nan", "forced-broken")
     assert statuses[400] == sum(counts[k] for k in hostile)
+
+
+def test_a_prompt_longer_than_the_models_context_is_a_400_before_decoding() -> None:
+    """A white-box target's context holds the prompt and the answer's budget, or nothing is
+    decoded: OpenAI's context_length_exceeded instead of prefilling a megabyte whole."""
+    import functools
+    import types
+
+    import anyio
+
+    class SmallContextTarget(ReplayTarget):
+        """One token per word, a 64-token context, as an HFTarget's model config gives it."""
+
+        model = types.SimpleNamespace(config=types.SimpleNamespace(max_position_embeddings=64))
+
+        def prompt_ids(self, messages: Any, tools: Any) -> list[int]:
+            text = " ".join(str(m.get("content")) for m in messages) + json.dumps(tools)
+            return list(range(len(text.split())))
+
+    target = SmallContextTarget(["ok"], cycle=True)
+    app = create_app(FastToolCaller(target, max_new_tokens=16), model_name=MODEL)
+
+    async def post(text: str, **fields: Any) -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as http:
+            body = {"model": MODEL, "messages": [{"role": "user", "content": text}], **fields}
+            return await http.post("/v1/chat/completions", json=body)
+
+    assert anyio.run(post, "hi " * 40).status_code == 200  # 40 + 16 <= 64
+    for text, fields in [("hi " * 60, {}), ("hi " * 40, {"max_tokens": 30})]:
+        response = anyio.run(functools.partial(post, text, **fields))
+        assert response.status_code == 400
+        error = response.json()["error"]
+        assert error["code"] == "context_length_exceeded" and error["param"] == "messages"
+        assert "maximum context length is 64 tokens" in error["message"]
+    assert len(target.requests) == 1  # only the request that fits was decoded
+
+
+@pytest.mark.slow
+def test_the_embedded_target_refuses_a_prompt_beyond_its_context(embedded: Any) -> None:
+    """On the real model: the context comes from its config and the prompt from its tokenizer;
+    a prompt that fits is decoded, one that does not is a 400 without decoding."""
+    import functools
+
+    import anyio
+
+    from ooo_agent.targets.hf import HFTarget
+
+    model, tokenizer = embedded
+    target = HFTarget(model, tokenizer)
+    limit = model.config.max_position_embeddings  # type: ignore[attr-defined]
+    app = create_app(FastToolCaller(target, max_new_tokens=8), model_name=MODEL)
+
+    async def post(text: str) -> httpx.Response:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t", timeout=120) as http:
+            body = {"model": MODEL, "messages": [{"role": "user", "content": text}], "tools": TOOLS}
+            return await http.post("/v1/chat/completions", json=body)
+
+    too_long = anyio.run(functools.partial(post, "weather " * limit))
+    assert too_long.status_code == 400, too_long.text
+    assert too_long.json()["error"]["code"] == "context_length_exceeded"
+    assert f"maximum context length is {limit} tokens" in too_long.json()["error"]["message"]
+    fits = anyio.run(functools.partial(post, "Weather in Paris?"))
+    assert fits.status_code == 200, fits.text

@@ -202,6 +202,7 @@ def create_app(
             raise _unknown_model(chat.model)
         toolset, choice = _request_tools(chat)
         async with limiter:  # the in-process target decodes one stream at a time
+            await _check_context(caller, chat, toolset)
             result = await _generate(caller, chat, _with_handlers(toolset, runnable), choice)
         if chat.parallel_tool_calls is False:
             keep_first_call(result)
@@ -387,6 +388,34 @@ def _server_handler(own: Tool) -> Callable[..., Any]:
         return await own.invoke(arguments, ooo_tool_context)
 
     return run
+
+
+async def _check_context(caller: FastToolCaller, chat: ChatCompletionRequest, toolset: Toolset) -> None:
+    """A prompt the target's model cannot hold (with the answer's token budget) is a 400,
+    OpenAI's ``context_length_exceeded``, before any decoding: a white-box target (one with
+    ``prompt_ids`` and a model whose config gives ``max_position_embeddings``) would otherwise
+    prefill a megabyte of text whole. Other targets are not checked here."""
+    target = caller.target
+    config = getattr(getattr(target, "model", None), "config", None)
+    limit = getattr(config, "max_position_embeddings", None)
+    prompt_ids = getattr(target, "prompt_ids", None)
+    if not isinstance(limit, int) or limit <= 0 or not callable(prompt_ids):
+        return
+    try:
+        ids = await anyio.to_thread.run_sync(prompt_ids, chat.message_dicts(), toolset.to_openai())
+    except FormatError as exc:
+        raise APIError(400, f"Invalid messages: {exc}", "invalid_request_error", "messages") from None
+    budget = chat.max_completion_tokens or chat.max_tokens or caller.max_new_tokens
+    if len(ids) + budget > limit:
+        raise APIError(
+            400,
+            f"This model's maximum context length is {limit} tokens; the messages and tools "
+            f"take {len(ids)} and the answer may take {budget} more (max_tokens). Shorten the "
+            "messages or lower max_tokens.",
+            "invalid_request_error",
+            "messages",
+            "context_length_exceeded",
+        )
 
 
 async def _generate(
