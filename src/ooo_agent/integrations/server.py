@@ -16,8 +16,8 @@ OoO statistics come in the ``ooo`` field of each response (and of the last strea
 summarised, in the ``x-ooo-stats`` header. Every answer is JSON or a complete stream; errors
 use OpenAI's shape ``{"error": {"message", "type", "param", "code"}}``: 400 malformed or
 invalid request (not strict JSON, nested too deep, lone surrogates, messages OpenAI would
-refuse, tool schemas that are not JSON Schema) or a forced ``tool_choice`` the model answered
-without a valid call (code ``tool_use_failed``), 401 missing/wrong token, 404 unknown model or
+refuse, tool schemas that are not JSON Schema, a prompt beyond the model's context) or a forced
+``tool_choice`` the model answered without a valid call (code ``tool_use_failed``), 401 missing/wrong token, 404 unknown model or
 route, 413 body too large, 502 a failing target, 500 anything else.
 
 Needs the ``server`` extra (``pip install "ooo-agent[server]"``).
