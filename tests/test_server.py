@@ -562,7 +562,7 @@ def test_messages_openai_would_refuse_get_400(
     assert words in error["message"]
 
 
-def test_text_parts_and_a_full_tool_round_are_accepted(client: Any) -> None:
+def test_text_parts_and_a_full_tool_round_are_accepted(client: Any, server: Server) -> None:
     messages = [
         {"role": "developer", "content": [{"type": "text", "text": "Be brief."}]},
         {"role": "user", "content": [{"type": "text", "text": "Weather in Paris?"}]},
@@ -571,6 +571,9 @@ def test_text_parts_and_a_full_tool_round_are_accepted(client: Any) -> None:
     ]
     completion = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)
     assert completion.choices[0].message.content == "It is 21 degrees in Paris."
+    refused = {"role": "assistant", "content": [{"type": "refusal", "refusal": "I cannot."}]}
+    client.chat.completions.create(model=MODEL, messages=[messages[1], refused, messages[1]])
+    assert server.target.requests[-1].messages[1]["content"] == "I cannot."  # kept, not dropped
 
 
 def test_health_answers_without_auth(server: Server) -> None:

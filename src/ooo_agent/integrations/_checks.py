@@ -140,7 +140,8 @@ def check_messages(messages: Any) -> None:
         calls = message.get("tool_calls")
         if role == "assistant":
             ids = _check_tool_calls(calls, f"{at}.tool_calls")
-            _check_content(message.get("content"), f"{at}.content", optional=bool(ids))
+            content = message.get("content")
+            _check_content(content, f"{at}.content", optional=bool(ids), refusal=True)
             answerable = set(ids)
             continue
         if calls is not None:
@@ -208,8 +209,9 @@ def _check_tool_calls(calls: Any, at: str) -> list[str]:
     return ids
 
 
-def _check_content(content: Any, at: str, *, optional: bool) -> None:
-    """A string or a list of ``{"type": "text", "text": ...}`` parts (``None`` if optional)."""
+def _check_content(content: Any, at: str, *, optional: bool, refusal: bool = False) -> None:
+    """A string or a list of ``{"type": "text", "text": ...}`` parts (``None`` if optional;
+    ``{"type": "refusal", "refusal": ...}`` parts too if ``refusal``, an assistant's)."""
     if content is None:
         if optional:
             return
@@ -229,6 +231,13 @@ def _check_content(content: Any, at: str, *, optional: bool) -> None:
         if not isinstance(part, Mapping):
             raise RequestError(f"{here} must be an object, not {_kind(part)}.", here)
         kind = part.get("type")
+        if kind == "refusal" and refusal:
+            if not isinstance(part.get("refusal"), str):
+                raise RequestError(
+                    f"{here}.refusal must be a string, not {_kind(part.get('refusal'))}.",
+                    f"{here}.refusal",
+                )
+            continue
         if kind != "text":
             raise RequestError(
                 f"{here}.type: {kind!r} content is not supported; this model reads text parts "

@@ -79,8 +79,11 @@ class ChatMessage(BaseModel):
         if self.role == "developer":  # OpenAI's newer name for the system role
             data["role"] = "system"
         if isinstance(self.content, list):
+            # Text parts, and an assistant's refusal parts (the checks admit no other kind).
             data["content"] = "".join(
-                str(block.get("text", "")) for block in self.content if block.get("type") == "text"
+                str(block.get("text", "") if block.get("type") == "text" else block.get("refusal", ""))
+                for block in self.content
+                if block.get("type") in ("text", "refusal")
             )
         data.setdefault("content", None)
         return data
