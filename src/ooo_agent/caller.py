@@ -31,6 +31,7 @@ from ooo_agent.calls import CallError, CallErrorKind, CallResult, RawCall, Sidec
 from ooo_agent.context import ToolContext
 from ooo_agent.dispatch import dispatch as dispatch_calls
 from ooo_agent.formats.base import ChatFormat
+from ooo_agent.observability import record_call
 from ooo_agent.sidecar.base import Hint, HintBox, Sidecar, SidecarRequest, clean_hint
 from ooo_agent.speculation import Speculator
 from ooo_agent.targets.base import (
@@ -233,6 +234,7 @@ class FastToolCaller:
                 stats.dispatch_s = time.perf_counter() - started
             speculator.discard()  # mispredictions: cancelled, results dropped
         stats.total_s = time.perf_counter() - arrival
+        record_call(result, arrival, mode=mode, tools=toolset.names, messages=len(history))
         return result
 
     def call_sync(

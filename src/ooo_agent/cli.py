@@ -33,6 +33,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ooo_agent.errors import OooAgentError
+from ooo_agent.observability import set_verbose
 
 __all__ = ["SUBCOMMANDS", "CliError", "build_parser", "load_object", "main"]
 
@@ -271,9 +272,15 @@ def build_parser() -> argparse.ArgumentParser:
         "decoding (ToolSpec) and out-of-order sidecar hints (OoO-Spec).",
     )
     parser.add_argument("--version", action="version", version=f"ooo-agent {_version()}")
+    verbose_help = "log at DEBUG to stderr, model loading's progress bars and warnings included"
+    parser.add_argument("-v", "--verbose", action="store_true", help=verbose_help)
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
     for add in SUBCOMMANDS:
         add(subparsers)
+    for sub in subparsers.choices.values():  # also after the command: `ooo-agent demo -v`
+        sub.add_argument(
+            "-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=verbose_help
+        )
     return parser
 
 
@@ -284,6 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # The command as given (not sys.argv: main() may be called with its own arguments), for the
     # reports that record how to re-run them.
     args.command_line = shlex.join(["ooo-agent", *(sys.argv[1:] if argv is None else argv)])
+    set_verbose(args.verbose)  # warnings and errors on stderr; everything with --verbose
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help(sys.stderr)

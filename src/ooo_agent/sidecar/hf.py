@@ -29,6 +29,7 @@ import anyio
 import anyio.to_thread
 
 from ooo_agent.errors import ModelNotAvailableError, SidecarError
+from ooo_agent.observability import quiet_loading
 from ooo_agent.sidecar._wave import (
     WaveAssembler,
     WaveOptions,
@@ -116,6 +117,7 @@ class HFSidecar:
 
     # -- construction ------------------------------------------------------------------
     @classmethod
+    @quiet_loading
     def from_pretrained(
         cls,
         base: str | Path,
@@ -582,6 +584,7 @@ def _argument_rows(plan: WavePlan, index: int | None) -> list[int]:
     ]
 
 
+@quiet_loading
 def _attach_adapter(model: Any, adapter: str | Path, subfolder: str | None, *, merge: bool) -> Any:
     try:
         from peft import PeftModel

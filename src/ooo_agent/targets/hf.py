@@ -27,6 +27,7 @@ import anyio
 import anyio.to_thread
 
 from ooo_agent.errors import TargetError
+from ooo_agent.observability import quiet_loading
 from ooo_agent.targets.base import (
     MODES,
     Generation,
@@ -169,6 +170,7 @@ class HFTarget:
         self._serial = threading.Lock()
 
     @classmethod
+    @quiet_loading
     def from_pretrained(
         cls,
         path_or_id: str,
