@@ -151,7 +151,17 @@ async def test_equality_is_on_canonical_validated_arguments(
 
 async def test_parallel_calls_match_a_speculation_at_most_once() -> None:
     text = call_text("lookup", '{"order_id": "A1"}') + "\n" + call_text("lookup", '{"order_id": "A1"}')
+    # Changed: identical calls of a turn now run once and share the result (dispatch's
+    # dedupe), so the speculation answers both and nothing else runs.
     _, result = await run(text, FixedSidecar("lookup", {"order_id": "A1"}))
+    assert [r.speculative for r in result.results] == [True, True]
+    assert len({r.call_id for r in result.results}) == 2
+    assert len(STARTS) == 1
+    # A tool that opts out of dedupe: the speculation answers one call; the other runs.
+    STARTS.clear()
+    lookup_each = tool(name="lookup", read_only=True, dedupe=False)(lookup.__wrapped__)
+    caller = FastToolCaller(SlowTarget([text]), FixedSidecar("lookup", {"order_id": "A1"}))
+    result = await caller.call([{"role": "user", "content": "?"}], [lookup_each, refund])
     assert [r.speculative for r in result.results] == [True, False]
     assert len({r.call_id for r in result.results}) == 2
     assert len(STARTS) == 2
