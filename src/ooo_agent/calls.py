@@ -153,6 +153,13 @@ class DecodeStats:
     prompt_tokens: int = 0
     prefill_tokens: int = 0
     """Prompt tokens actually run through the model (less than ``prompt_tokens`` on prefix reuse)."""
+    cached_tokens: int = 0
+    """Prompt tokens whose KV came from the target's prefix cache (``prompt_tokens -
+    prefill_tokens`` on ``HFTarget``; :mod:`ooo_agent.decoding.prefix_cache`)."""
+    cache_diverged_at: int | None = None
+    """Prompt position where the best cached entry's tokens first differed from the prompt (an
+    earlier turn rendered otherwise than the model wrote it, another question on the same
+    tools); None when an entry was wholly a prefix of the prompt, or nothing was cached."""
     new_tokens: int = 0
     forward_passes: int = 0
     """Target forward passes for this call, the prefill included."""
@@ -209,6 +216,10 @@ class SidecarStats:
     named (it named another tool, or had not answered yet; ``WaveOptions.follow_target``)."""
     wait_s: float = 0.0
     """Time the target spent waiting for the sidecar: ~0 by design."""
+    abandoned: bool = False
+    """The wave ignored its cancellation (timed out, or the target had finished): it was left
+    running in the background, its thread detached and its answer ignored; the call did not
+    wait for it."""
     predicted: str | None = None
     """The wave's final hint as JSON, ``{"name": …, "arguments": {…}}`` (the slots it predicted
     a value for; ``name`` null when it chose no tool); None when the wave formed no hint."""

@@ -1,10 +1,10 @@
 """The decode loop: prefill, then draft -> build tree -> verify -> accept -> compact.
 
-:class:`DecodeEngine` owns one model and one KV cache. Between calls the cache keeps the
-last prompt and output, so a call that starts with the same tokens (same system prompt and
-tools) only prefills what is new (``prefix_reuse``); the kept entries are exactly what a
-cold prefill computes, since a causal model's state at a position depends only on the
-tokens before it.
+:class:`DecodeEngine` owns one model and a :class:`~ooo_agent.decoding.prefix_cache.PrefixCache`.
+Each call's prompt and output stay cached after it, so a call that starts with the same
+tokens as any kept entry (same system prompt and tools; the same conversation one turn on)
+only prefills what is new (``prefix_reuse``); the kept entries are exactly what a cold prefill
+computes, since a causal model's state at a position depends only on the tokens before it.
 
 Without a planner every step verifies a one-node tree: plain greedy decoding, the reference
 the speculative modes must equal token for token.
@@ -23,8 +23,9 @@ import torch
 from ooo_agent.calls import DecodeStats
 from ooo_agent.decoding.constraint import TokenConstraint
 from ooo_agent.decoding.drafts.base import DraftContext
-from ooo_agent.decoding.kv import cache_length, compact_cache, new_cache, truncate_cache
+from ooo_agent.decoding.kv import cache_length, compact_cache, new_cache
 from ooo_agent.decoding.planner import DraftPlanner
+from ooo_agent.decoding.prefix_cache import PrefixCache
 from ooo_agent.decoding.stopping import StopCondition
 from ooo_agent.decoding.tree import TokenTree, TreeBuilder
 from ooo_agent.decoding.verify import StepVerdict, TreeVerifier
@@ -59,23 +60,44 @@ def common_prefix_length(a: Sequence[int], b: Sequence[int]) -> int:
 class DecodeEngine:
     """Greedy decoding with tree speculation for one causal LM (batch 1).
 
-    Not re-entrant: calls are serialised by an internal lock, because they share the cache.
+    Not re-entrant: calls are serialised by an internal lock (one model, one working
+    cache). With ``prefix_reuse`` every call starts from the longest prefix of its prompt that
+    ``prefix_cache`` holds (a new :class:`PrefixCache` with its default budget when None) and
+    gives its prompt and output back to it when it ends; without, every call prefills cold.
     """
 
     def __init__(
-        self, model: Any, *, prefix_reuse: bool = True, split_head: bool | None = None
+        self,
+        model: Any,
+        *,
+        prefix_reuse: bool = True,
+        split_head: bool | None = None,
+        prefix_cache: PrefixCache | None = None,
     ) -> None:
         self.verifier = TreeVerifier(model, split_head=split_head)
         self.prefix_reuse = prefix_reuse
+        self.prefix_cache: PrefixCache | None = None
+        if prefix_reuse:
+            self.prefix_cache = prefix_cache if prefix_cache is not None else PrefixCache()
         self._cache: Any = new_cache()
         self._cached_ids: list[int] = []
+        """The working cache's tokens during a call ([] when its state is unknown)."""
         self._lock = threading.Lock()
 
     def reset(self) -> None:
-        """Drop the kept prefix (the next call prefills its whole prompt)."""
+        """Drop every kept prefix (the next call prefills its whole prompt)."""
         with self._lock:
             self._cache = new_cache()
             self._cached_ids = []
+            if self.prefix_cache is not None:
+                self.prefix_cache.clear()
+
+    def _give_back(self) -> None:
+        """Hand the working cache to the prefix cache (when its state is known) and drop it."""
+        if self.prefix_cache is not None and self._cached_ids:
+            self.prefix_cache.insert(self._cached_ids, self._cache)
+        self._cache = new_cache()
+        self._cached_ids = []
 
     # -- stages --------------------------------------------------------------------------
     def _prefill(
@@ -85,13 +107,13 @@ class DecodeEngine:
         constraint: TokenConstraint | None = None,
     ) -> tuple[int, Any]:
         keep = 0
-        if self.prefix_reuse and self._cached_ids:
+        if self.prefix_cache is not None:
             # At least one prompt token must run to give the first prediction.
-            keep = min(common_prefix_length(self._cached_ids, prompt_ids), len(prompt_ids) - 1)
-        if keep == 0:
-            self._cache = new_cache()
+            hit = self.prefix_cache.take(prompt_ids, limit=len(prompt_ids) - 1)
+            self._cache, keep = hit.cache, hit.length
+            stats.cache_diverged_at = hit.diverged_at
         else:
-            truncate_cache(self._cache, keep)
+            self._cache = new_cache()
         self._cached_ids = list(prompt_ids[:keep])
         started = time.perf_counter()
         try:
@@ -104,6 +126,7 @@ class DecodeEngine:
         self._cached_ids = list(prompt_ids)
         stats.prefill_s = time.perf_counter() - started
         stats.prefill_tokens = len(prompt_ids) - keep
+        stats.cached_tokens = keep
         stats.forward_passes += 1
         return token, hidden
 
@@ -171,52 +194,76 @@ class DecodeEngine:
         with self._lock:
             if cancel is not None and cancel.is_set():
                 raise DecodeCancelled
-            pending, hidden = self._prefill(prompt_ids, stats, constraint)
-            if on_prefill is not None:
-                on_prefill(hidden)
-            generated = [pending]
-            finish = self._finished(stop, generated, 0, max_new_tokens)
-            decode_started = time.perf_counter()
-            step = 0
-            while finish is None:
-                if cancel is not None and cancel.is_set():
-                    raise DecodeCancelled
-                if before_step is not None:
-                    before_step(step)
+            try:
+                return self._decode(
+                    prompt_ids, stats, max_new_tokens, stop, planner, recycler_top_k,
+                    on_verdict, decode_text, before_step, on_prefill, cancel, constraint,
+                )
+            finally:  # a cancelled call's cache is consistent too: it stays cached
+                self._give_back()
+
+    def _decode(
+        self,
+        prompt_ids: Sequence[int],
+        stats: DecodeStats,
+        max_new_tokens: int,
+        stop: StopCondition,
+        planner: DraftPlanner | None,
+        recycler_top_k: int,
+        on_verdict: Callable[[Sequence[int], StepVerdict], None] | None,
+        decode_text: Callable[[Sequence[int]], str] | None,
+        before_step: Callable[[int], None] | None,
+        on_prefill: Callable[[torch.Tensor | None], None] | None,
+        cancel: threading.Event | None,
+        constraint: TokenConstraint | None,
+    ) -> DecodeResult:
+        """The body of :meth:`decode`, under its lock."""
+        pending, hidden = self._prefill(prompt_ids, stats, constraint)
+        if on_prefill is not None:
+            on_prefill(hidden)
+        generated = [pending]
+        finish = self._finished(stop, generated, 0, max_new_tokens)
+        decode_started = time.perf_counter()
+        step = 0
+        while finish is None:
+            if cancel is not None and cancel.is_set():
+                raise DecodeCancelled
+            if before_step is not None:
+                before_step(step)
+            drafting = time.perf_counter()
+            if planner is not None:
+                context = DraftContext(prompt_ids, generated, step, decode_text)
+                tree = planner.plan(context)
+            else:
+                tree = TreeBuilder(pending, 0).build()
+            stats.draft_s += time.perf_counter() - drafting
+            verdict = self._verify(tree, recycler_top_k, constraint, generated)
+            accepted = [tree.tokens[n] for n in verdict.path[1:]] + [verdict.bonus]
+            stats.forward_passes += 1
+            stats.tree_nodes.append(len(tree))
+            stats.accepted_lengths.append(len(accepted))
+            for node in verdict.path[1:]:
+                source = tree.sources[node]
+                stats.accepted_by_drafter[source] = stats.accepted_by_drafter.get(source, 0) + 1
+            if planner is not None:
                 drafting = time.perf_counter()
-                if planner is not None:
-                    context = DraftContext(prompt_ids, generated, step, decode_text)
-                    tree = planner.plan(context)
-                else:
-                    tree = TreeBuilder(pending, 0).build()
+                planner.observe(context, tree, verdict.path)
+                if on_verdict is not None:
+                    on_verdict([tree.tokens[n] for n in verdict.path], verdict)
                 stats.draft_s += time.perf_counter() - drafting
-                verdict = self._verify(tree, recycler_top_k, constraint, generated)
-                accepted = [tree.tokens[n] for n in verdict.path[1:]] + [verdict.bonus]
-                stats.forward_passes += 1
-                stats.tree_nodes.append(len(tree))
-                stats.accepted_lengths.append(len(accepted))
-                for node in verdict.path[1:]:
-                    source = tree.sources[node]
-                    stats.accepted_by_drafter[source] = stats.accepted_by_drafter.get(source, 0) + 1
-                if planner is not None:
-                    drafting = time.perf_counter()
-                    planner.observe(context, tree, verdict.path)
-                    if on_verdict is not None:
-                        on_verdict([tree.tokens[n] for n in verdict.path], verdict)
-                    stats.draft_s += time.perf_counter() - drafting
-                first_new = len(generated)
-                generated.extend(accepted)
-                pending = verdict.bonus
-                step += 1
-                finish = self._finished(stop, generated, first_new, max_new_tokens)
-            length, reason = finish
-            del generated[length:]
-            stats.decode_s = time.perf_counter() - decode_started
-            stats.new_tokens = len(generated)
-            stats.finish_reason = reason
-            if constraint is not None:
-                stats.constrained_tokens = constraint.overrides
-            return DecodeResult(generated, stats, hidden)
+            first_new = len(generated)
+            generated.extend(accepted)
+            pending = verdict.bonus
+            step += 1
+            finish = self._finished(stop, generated, first_new, max_new_tokens)
+        length, reason = finish
+        del generated[length:]
+        stats.decode_s = time.perf_counter() - decode_started
+        stats.new_tokens = len(generated)
+        stats.finish_reason = reason
+        if constraint is not None:
+            stats.constrained_tokens = constraint.overrides
+        return DecodeResult(generated, stats, hidden)
 
     @staticmethod
     def _finished(

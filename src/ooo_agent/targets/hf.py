@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from ooo_agent.decoding.drafts.schema import SchemaDrafter
     from ooo_agent.decoding.loop import DecodeEngine
     from ooo_agent.decoding.planner import AcceptanceRates
+    from ooo_agent.decoding.prefix_cache import PrefixCache
     from ooo_agent.formats.base import CallSkeleton, ChatFormat
     from ooo_agent.sidecar.base import Hint, HintBox
 
@@ -66,8 +67,13 @@ class HFTarget:
     """A local Hugging Face causal LM that writes calls in a :class:`ChatFormat`.
 
     ``num_threads`` sets torch's intra-op threads (process-wide) when given.
-    ``prefix_reuse`` keeps the previous call's KV cache and prefills only the new part of a
-    prompt that shares its start (same system prompt and tools). ``node_budget`` caps drafted
+    ``prefix_reuse`` keeps each call's KV (prompt and output) in a prefix cache of several
+    entries (:attr:`prefix_cache`), least recently used evicted first within
+    ``prefix_cache_bytes`` (None: 512 MiB), and prefills only the part of a prompt after the
+    longest cached prefix: interleaved toolsets and sessions each keep theirs, and a
+    conversation's next turn prefills only the tool's result and what follows the call the
+    model wrote, up to the first token where its rendering differs (``stats.cached_tokens``,
+    ``stats.cache_diverged_at``). ``node_budget`` caps drafted
     tree nodes per step, ``max_draft_tokens`` each drafter's draft (the sidecar's hint
     included), and ``min_gain`` drops nodes less likely than this to be accepted. Both caps are
     64: a whole call of up to 64 tokens — most of BFCL's — is verified in one forward once its
@@ -107,6 +113,7 @@ class HFTarget:
         *,
         num_threads: int | None = None,
         prefix_reuse: bool = True,
+        prefix_cache_bytes: int | None = None,
         node_budget: int = DEFAULT_NODE_BUDGET,
         min_gain: float = 0.05,
         max_draft_tokens: int = DEFAULT_MAX_DRAFT_TOKENS,
@@ -129,6 +136,7 @@ class HFTarget:
         from ooo_agent.decoding.drafts.recycling import TokenRecycler
         from ooo_agent.decoding.loop import DecodeEngine
         from ooo_agent.decoding.planner import AcceptanceRates
+        from ooo_agent.decoding.prefix_cache import DEFAULT_PREFIX_CACHE_BYTES, PrefixCache
         from ooo_agent.formats import get_format
 
         if num_threads is not None:
@@ -155,8 +163,11 @@ class HFTarget:
         self.constrain_mentioned = constrain_mentioned
         self.constrain_values = constrain_values
         self.decline_below = decline_below
+        prefix_cache = PrefixCache(  # raises on a bad budget
+            DEFAULT_PREFIX_CACHE_BYTES if prefix_cache_bytes is None else prefix_cache_bytes
+        )
         self.engine: DecodeEngine = DecodeEngine(
-            model, prefix_reuse=prefix_reuse, split_head=split_head
+            model, prefix_reuse=prefix_reuse, split_head=split_head, prefix_cache=prefix_cache
         )
         self.memory: RetrievalMemory = RetrievalMemory(memory_size, top_k=memory_top_k)
         self.recycler: TokenRecycler | None = (
@@ -223,6 +234,12 @@ class HFTarget:
         for keyword, on in target_constraints(name).items():
             kwargs.setdefault(keyword, on)
         return cls(model, tokenizer, **kwargs)
+
+    @property
+    def prefix_cache(self) -> PrefixCache | None:
+        """The KV of earlier prompts and outputs this target reuses (None: ``prefix_reuse``
+        off)."""
+        return self.engine.prefix_cache
 
     # -- Target protocol -----------------------------------------------------------------
     @property
