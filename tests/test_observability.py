@@ -171,7 +171,8 @@ def test_call_logs_at_debug_and_sidecar_fault_at_warning(caplog: pytest.LogCaptu
         "sidecar wave error: RuntimeError: sidecar exploded",
     ) in records
     debug = [m for name, level, m in records if name == "ooo_agent.caller" and level == logging.DEBUG]
-    assert len(debug) == 1 and "calls=['look_up']" in debug[0] and "sidecar=error" in debug[0]
+    assert debug[0] == "call start: mode=ooo messages=1 tools=['look_up']"
+    assert len(debug) == 2 and "calls=['look_up']" in debug[1] and "sidecar=error" in debug[1]
     assert any(
         name == "ooo_agent.dispatch" and "look_up" in m for name, _level, m in records
     )

@@ -31,7 +31,7 @@ from ooo_agent.calls import CallError, CallErrorKind, CallResult, RawCall, Sidec
 from ooo_agent.context import ToolContext
 from ooo_agent.dispatch import dispatch as dispatch_calls
 from ooo_agent.formats.base import ChatFormat
-from ooo_agent.observability import record_call
+from ooo_agent.observability import call_started, record_call
 from ooo_agent.sidecar.base import Hint, HintBox, Sidecar, SidecarRequest, clean_hint
 from ooo_agent.speculation import Speculator
 from ooo_agent.targets.base import (
@@ -162,6 +162,7 @@ class FastToolCaller:
         result = CallResult()
         stats = result.stats
         history = as_messages(messages)
+        call_started(mode, toolset.names, len(history))
 
         def context_for(call: ToolCall) -> ToolContext:
             return ToolContext(call_id=call.id, tool_name=call.name, messages=history, deps=self.deps)

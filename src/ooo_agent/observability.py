@@ -1,8 +1,8 @@
 """Logging, quiet model loading and OpenTelemetry spans.
 
 Every module logs through ``logging.getLogger(__name__)`` (names under ``ooo_agent``); nothing
-is printed unless the application configures logging. :func:`record_call` is the caller's one
-hook: once a call has finished it logs it at DEBUG (a sidecar fault at WARNING) and, when
+is printed unless the application configures logging. :func:`record_call` is the caller's
+hook: once a call has finished it logs it at DEBUG (:func:`call_started` logs its start) (a sidecar fault at WARNING) and, when
 OpenTelemetry is installed (the ``otel`` extra), emits one span per stage from the times the
 call recorded in its :class:`~ooo_agent.calls.CallStats`::
 
@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 if TYPE_CHECKING:
     from ooo_agent.calls import CallResult
 
-__all__ = ["TRACER_NAME", "quiet_loading", "record_call", "set_verbose"]
+__all__ = ["TRACER_NAME", "call_started", "quiet_loading", "record_call", "set_verbose"]
 
 TRACER_NAME = "ooo_agent"
 """The OpenTelemetry instrumentation scope of the spans."""
@@ -144,7 +144,12 @@ def quiet_loading(fn: F | None = None, /, *, gguf: bool = False) -> Any:
     return decorate if fn is None else decorate(fn)
 
 
-# ------------------------------------------------------------------------------- the hook
+# ------------------------------------------------------------------------------ the hooks
+def call_started(mode: str, tools: Sequence[str], messages: int) -> None:
+    """Log a call's start at DEBUG (a call that hangs shows where it began)."""
+    _call_log.debug("call start: mode=%s messages=%d tools=%s", mode, messages, list(tools))
+
+
 def record_call(
     result: CallResult,
     arrival: float,
