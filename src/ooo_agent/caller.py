@@ -73,6 +73,8 @@ class FastToolCaller:
         sidecar_timeout: a wave still running after this many seconds is abandoned (the target
             is never affected; the stats say ``timeout``). A wave is also stopped as soon as
             the target says its answer holds no call (it declined; the stats say ``stopped``).
+            A wave that ignores its cancellation (a sidecar blocking in a worker thread) is
+            not waited for: it is left to end in the background (``stats.sidecar.abandoned``).
         strict: read only the format's own call syntax and take arguments exactly as the schema
             types them (undeclared keys rejected); lenient (False) also repairs what is
             unambiguous (docs/tools.md lists it). ``None`` follows the toolset's ``strict``.
@@ -326,7 +328,7 @@ class FastToolCaller:
                 # No call will come: stop the wave, and drop what its hint already started.
                 box.on_no_call(_on_event_loop(stop.cancel, speculator))
                 with anyio.fail_after(self.sidecar_timeout):
-                    hint = await sidecar.wave(request, box)
+                    hint = await _wave_or_abandon(sidecar, request, box, stats)
             if stop.cancelled_caught:
                 stats.status = "stopped"
                 stats.error = box.no_call
@@ -334,6 +336,8 @@ class FastToolCaller:
         except TimeoutError:
             stats.status = "timeout"
             stats.error = f"no answer within {self.sidecar_timeout}s"
+            if stats.abandoned:
+                stats.error += "; it ignored its cancellation and was abandoned"
             return
         except anyio.get_cancelled_exc_class():
             raise
@@ -387,6 +391,55 @@ def _held_to_choice(
             continue
         refused.append(CallError(CallErrorKind.TOOL_CHOICE, why, call.name, call.id))
     return kept, refused
+
+
+ABANDON_GRACE_S = 0.05
+"""How long a cancelled wave may take to end before it is abandoned."""
+
+_BACKGROUND: set[asyncio.Task[Any]] = set()
+"""Abandoned waves still running (held here so that they are not collected mid-run)."""
+
+
+async def _wave_or_abandon(
+    sidecar: Sidecar, request: SidecarRequest, box: HintBox, stats: SidecarStats
+) -> Any:
+    """``await sidecar.wave(request, box)``, in an asyncio task of its own: when the await is
+    cancelled, the wave's cancel scope is cancelled and the wave given ``ABANDON_GRACE_S`` to
+    end; one still running then (a sidecar blocking in a thread that ignores cancellation) is
+    abandoned — it ends in the background, its answer ignored — and ``stats.abandoned`` is
+    set. Under another event loop than asyncio the wave is awaited in place."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return await sidecar.wave(request, box)
+
+    scope = anyio.CancelScope()
+
+    async def wave() -> Any:
+        with scope:  # cancelled as anyio cancels: a shielded wait in the sidecar holds it
+            return await sidecar.wave(request, box)
+        return None
+
+    task = loop.create_task(wave())
+    ended = anyio.Event()
+
+    def on_end(done: asyncio.Task[Any]) -> None:
+        _BACKGROUND.discard(done)
+        if not done.cancelled():
+            done.exception()  # retrieved: an abandoned wave's failure is not logged
+        ended.set()
+
+    _BACKGROUND.add(task)
+    task.add_done_callback(on_end)
+    try:
+        await ended.wait()
+    finally:
+        if not task.done():
+            scope.cancel()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(ABANDON_GRACE_S):
+                await ended.wait()
+            stats.abandoned = not task.done()
+    return task.result()
 
 
 def _on_event_loop(
