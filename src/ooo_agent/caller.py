@@ -282,10 +282,14 @@ class FastToolCaller:
                     value_conventions=getattr(self.target, "constrain_values", False) is True,
                 )
                 tg.start_soon(self._run_wave, self.sidecar, wave_request, box, sidecar_stats, speculator)
+                if speculator is not None:  # the target's first call names its tool: only
+                    box.on_target_function(_loop_listener(speculator.keep_only))  # that one runs
             try:
                 generation = await self.target.generate(request)
             except Exception as exc:  # re-raised bare below, not wrapped in an exception group
                 failure = exc
+            if speculator is not None:
+                speculator.close()  # the answer is in: no speculation starts any more
             decoded_at = time.perf_counter()
             tg.cancel_scope.cancel()  # a wave still running has nothing left to contribute
         joined_at = time.perf_counter()
@@ -445,24 +449,33 @@ async def _wave_or_abandon(
 def _on_event_loop(
     cancel: Callable[[], None], speculator: Speculator | None
 ) -> Callable[[str], None]:
-    """A :meth:`HintBox.on_no_call` listener that runs ``cancel()`` and discards the
-    speculations on the event loop, from whichever thread the target reports in: the loop's own
-    (an async target) or a worker thread anyio started (``HFTarget`` decodes in one). From any
-    other thread nothing is done: the wave runs to its end, as it would without the report."""
-    loop_thread = threading.get_ident()
+    """A :meth:`HintBox.on_no_call` listener that runs ``cancel()`` and ends the speculation
+    (none starts any more, running ones are cancelled) on the event loop
+    (:func:`_loop_listener`)."""
 
-    def stop() -> None:
+    def stop(reason: str) -> None:
         cancel()
         if speculator is not None:
+            speculator.close()
             speculator.discard()
 
-    def listener(reason: str) -> None:
+    return _loop_listener(stop)
+
+
+def _loop_listener(action: Callable[[str], None]) -> Callable[[str], None]:
+    """A :class:`HintBox` listener that runs ``action(value)`` on the event loop, from whichever
+    thread the target reports in: the loop's own (an async target) or a worker thread anyio
+    started (``HFTarget`` decodes in one). From any other thread nothing is done (the wave and
+    the speculation then run on, as they would without the report)."""
+    loop_thread = threading.get_ident()
+
+    def listener(value: str) -> None:
         if threading.get_ident() == loop_thread:
-            stop()
+            action(value)
             return
         # RuntimeError: not a thread of this event loop, where nothing is safe to do.
         with contextlib.suppress(RuntimeError):
-            anyio.from_thread.run_sync(stop)
+            anyio.from_thread.run_sync(action, value)
 
     return listener
 

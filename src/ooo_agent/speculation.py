@@ -8,7 +8,11 @@ once; the target stays the only commit authority:
   that speculation's result (awaiting it if it is still running) — each speculation answers at
   most one call;
 * every other speculation is cancelled and its result dropped: it never reaches the caller,
-  the model or the message history (an exception it raised included).
+  the model or the message history (an exception it raised included);
+* speculation ends the moment the target shows where it is going: when it declines to call a
+  tool (:meth:`Speculator.close` and :meth:`Speculator.discard`), names a tool in its first
+  call (:meth:`Speculator.keep_only`: the other tools' runs are cancelled), or answers
+  (:meth:`Speculator.close`). A run queued but not started by then never starts.
 
 Nothing that is not ``read_only`` is ever started early.
 """
@@ -65,6 +69,8 @@ class Speculator:
         self._context_factory = context_factory
         self._default_timeout = default_timeout
         self._pending: dict[tuple[str, str], _Speculation] = {}
+        self._closed = False
+        self._only: str | None = None
 
     @property
     def enabled(self) -> bool:
@@ -73,8 +79,10 @@ class Speculator:
 
     def offer(self, hint: Hint) -> bool:
         """Start the hint's call if it is complete, valid and read-only; True if started."""
-        if hint.function is None:
+        if hint.function is None or self._closed:
             return False
+        if self._only is not None and hint.function != self._only:
+            return False  # the target is writing another tool's call
         found = self.toolset.get(hint.function)
         if found is None or not found.read_only or not found.has_handler or found.sequential:
             return False
@@ -91,6 +99,9 @@ class Speculator:
         return True
 
     async def _run(self, speculation: _Speculation) -> None:
+        if speculation.scope.cancel_called or self._closed:  # not started in time: never starts
+            speculation.done.set()
+            return
         with speculation.scope:
             speculation.result = await run_call(
                 speculation.call,
@@ -135,6 +146,19 @@ class Speculator:
         """Cancel at once every speculation that none of the verified ``calls`` can claim."""
         wanted = {(call.name, canonical_arguments(call)) for call in calls}
         for key in [k for k in self._pending if k not in wanted]:
+            self._cancel(self._pending.pop(key))
+
+    def close(self) -> None:
+        """The target has declined or answered: nothing starts any more (offers are refused
+        and a run queued but not yet started never starts); running ones go on until
+        :meth:`retain` or :meth:`discard`."""
+        self._closed = True
+
+    def keep_only(self, name: str) -> None:
+        """The target's call names ``name``: cancel at once every speculation of another tool,
+        and refuse offers of one from now on."""
+        self._only = name
+        for key in [k for k in self._pending if k[0] != name]:
             self._cancel(self._pending.pop(key))
 
     def discard(self) -> None:
