@@ -3,6 +3,8 @@ naming another tool cancels the runs, and a run not started by then never starts
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import pytest
 
@@ -157,3 +159,65 @@ async def test_a_declining_target_with_a_fast_sidecar_runs_no_tool() -> None:
     result = await caller.call("Look up k", TOOLS)
     assert result.calls == [] and result.text == "I cannot look that up."
     assert started == [] and result.stats.speculation.started == 0
+
+
+@pytest.mark.slow
+def test_the_embedded_target_writing_another_tool_cancels_the_speculation_mid_decode(
+    embedded: tuple[object, object],
+) -> None:
+    """``HFTarget`` in ``ooo`` mode reports its call's name from the decode thread as soon as
+    it is written: the speculation of the sidecar's other tool is cancelled while the target is
+    still writing the arguments, not after its answer."""
+    pytest.importorskip("torch")
+    from ooo_agent.targets.hf import HFTarget
+
+    model, tokenizer = embedded
+    order: list[str] = []
+
+    class Recorded(HFTarget):
+        async def generate(self, request: TargetRequest) -> Generation:
+            generation = await super().generate(request)
+            order.append("target answered")
+            return generation
+
+    @tool(read_only=True)
+    async def get_weather(city: str) -> str:
+        """Current weather for a city.
+
+        Args:
+            city: The city name.
+        """
+        return f"sunny in {city}"
+
+    @tool(read_only=True)
+    async def find_hotel(city: str) -> str:
+        """Find a hotel in a city.
+
+        Args:
+            city: The city name.
+        """
+        try:
+            await anyio.sleep(3600)
+        except anyio.get_cancelled_exc_class():
+            order.append("find_hotel cancelled")
+            raise
+        return "never"
+
+    class PredictsHotel:
+        async def wave(self, request: SidecarRequest, box: HintBox) -> Hint:
+            box.set_function("find_hotel")
+            box.set_slot("city", "Paris")
+            box.finish()
+            return box.snapshot()
+
+    target = Recorded(model, tokenizer, "hermes")
+    caller = FastToolCaller(target, PredictsHotel(), mode="ooo", max_new_tokens=64)  # type: ignore[arg-type]
+
+    async def main() -> Any:
+        return await caller.call("What is the weather in Paris?", [get_weather, find_hotel])
+
+    result = anyio.run(main)
+    assert [(c.name, c.arguments) for c in result.calls] == [("get_weather", {"city": "Paris"})]
+    assert result.stats.sidecar.function_arrival_step == 0
+    assert order == ["find_hotel cancelled", "target answered"]
+    assert [r.value for r in result.results] == ["sunny in Paris"]
