@@ -326,7 +326,7 @@ class OoOChatModel(BaseChatModel):
         """
         formatted = [convert_to_openai_tool(t) for t in tools]
         runnable = [_caller_tool(t, f) for t, f in zip(tools, formatted, strict=True)]
-        if any(t.has_handler for t in runnable):
+        if any(t.has_handler or t.destructive for t in runnable):
             kwargs["ooo_toolset"] = Toolset(runnable)
         if tool_choice is not None:
             choice = normalize_tool_choice(tool_choice)
@@ -524,7 +524,8 @@ def _caller_tool(item: Any, formatted: dict[str, Any]) -> Tool:
     if isinstance(item, PreexecutedTool):
         item = item.inner  # run the tool itself, never the cache
     if not is_read_only(item):
-        return Tool.from_openai(formatted)
+        # Our destructive tool stays destructive: no lenient repairs of its arguments.
+        return Tool.from_openai(formatted, destructive=getattr(item, "destructive", False) is True)
     if isinstance(item, Tool):
         ours = item
 
