@@ -226,3 +226,14 @@ def test_read_only_and_destructive_exclude_each_other() -> None:
         @tool(read_only=True, destructive=True)
         def both() -> None:
             """Nothing."""
+
+
+def test_json_in_a_string_cannot_smuggle_a_surrogate_or_nan() -> None:
+    schema_only = Tool.from_openai(
+        {"name": "obj", "parameters": {"type": "object", "properties": {"o": {"type": "object"}}}}
+    )
+    for inner in ('{"a": "\\ud800"}', '{"a": NaN}', '{"a": 1e999}'):
+        outcome = validate_call({"name": "obj", "arguments": {"o": inner}}, [schema_only])
+        assert isinstance(outcome, CallError), inner
+    fine = validate_call({"name": "obj", "arguments": {"o": '{"a": "\\u00e9"}'}}, [schema_only])
+    assert isinstance(fine, ToolCall) and fine.arguments == {"o": {"a": "é"}}

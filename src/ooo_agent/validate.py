@@ -181,6 +181,10 @@ def _check(tool: Tool, arguments: dict[str, Any], strict: bool) -> dict[str, Any
     if found:
         return _kind_of(found, coerced=not strict), found
     if model is None:
+        # Lenient JSON-in-a-string decoding can bring what the text hid ("\\ud800" escapes).
+        problem = not_json_data(arguments)
+        if problem is not None:
+            return CallErrorKind.SCHEMA_VIOLATION, [ErrorDetail(*problem)]
         return arguments
     try:
         instance = model.model_validate(arguments)
