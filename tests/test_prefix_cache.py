@@ -267,6 +267,37 @@ def test_concurrent_calls_on_one_target_equal_sequential_calls(byte_model: Any) 
     assert shared.prefix_cache is not None and shared.prefix_cache.nbytes <= 4 * 2**20
 
 
+def test_a_call_failing_mid_decode_never_leaves_a_half_written_entry(model: Any) -> None:
+    warm = DecodeEngine(model)
+    cold = DecodeEngine(model, prefix_reuse=False)
+    assert warm.prefix_cache is not None
+    stop = StopCondition.of([95], (), None)
+    turn1 = [7, 8, 9, 10, 11, 12]
+    first = warm.decode(turn1, max_new_tokens=8, stop=stop).token_ids
+    entry = warm.prefix_cache.entries()
+    original = warm.verifier.verify
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        original(*args, **kwargs)  # the cache has grown by the tree: then the step fails
+        raise RuntimeError("device lost")
+
+    warm.verifier.verify = broken  # type: ignore[method-assign]
+    other = [7, 8, 9, 40, 41]  # shares part of the entry: a copy fails, the entry stays
+    turn2 = [*turn1, *first, 60, 61]  # extends the entry: it is handed over, then lost
+    try:
+        with pytest.raises(RuntimeError, match="device lost"):
+            warm.decode(other, max_new_tokens=8, stop=stop)
+        assert warm.prefix_cache.entries() == entry
+        with pytest.raises(RuntimeError, match="device lost"):
+            warm.decode(turn2, max_new_tokens=8, stop=stop)
+        assert warm.prefix_cache.entries() == []
+    finally:
+        warm.verifier.verify = original  # type: ignore[method-assign]
+    again = warm.decode(turn2, max_new_tokens=8, stop=stop)
+    assert again.token_ids == cold.decode(turn2, max_new_tokens=8, stop=stop).token_ids
+    assert again.stats.prefill_tokens == len(turn2)
+
+
 @pytest.mark.slow
 def test_embedded_agent_second_turn_prefills_only_the_new_tokens(embedded: Any) -> None:
     from ooo_agent.agent import Agent
