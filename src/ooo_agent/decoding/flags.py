@@ -76,7 +76,7 @@ def add_decline_option(add: Callable[..., Any], *, scope: str = "") -> None:
         metavar="P",
         help=f"{scope}answer without a call when the target's probability of opening one, at "
         "its first token, is below P (HFTarget(decline_below=P); the embedded preset's is "
-        "0.98; default: off)",
+        "0.9; default: off)",
     )
 
 

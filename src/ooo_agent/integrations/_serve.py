@@ -107,7 +107,7 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=PRESET_THRESHOLD,
         metavar="P|off",
         help="answer without a call when the embedded target's probability of opening one, at its "
-        "first token, is below P; 'off' always lets it call (default: the preset's, 0.98 for "
+        "first token, is below P; 'off' always lets it call (default: the preset's, 0.9 for "
         "smollm2-135m-toolcall)",
     )
     for keyword, what in SERVE_CONSTRAINTS:
