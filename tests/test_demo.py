@@ -16,8 +16,11 @@ def test_demo_replays_recorded_outputs_when_no_model(monkeypatch: pytest.MonkeyP
     calls = [r for r in demo.RECORDED if r.startswith("<tool_call>")]
     assert len(calls) == len(demo.DEMO_REQUESTS) - 1  # the last request fits no tool
     assert out.count("validated → ok") == len(calls)
-    assert "text: \"You're welcome! Have a great day.\"" in out
+    assert "text: \"I'm sorry for the error." in out  # the request no tool serves
     assert '"status": "processing"' in out  # get_order_status really ran
+    # Each dispatched call is followed by the model's answer that uses its result.
+    assert out.count("answer: ") == len(calls)
+    assert "answer: 'Done. I checked for A1002: the order id is A1002" in out
 
 
 def _embedded_or_skip() -> None:
@@ -37,6 +40,9 @@ def test_demo_on_the_embedded_model(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "Replaying" not in out
     assert "get_order_status" in out and "validated → ok" in out
+    # The second turn answers in plain text with the tool's result (A1002 is processing).
+    answer = next(line for line in out.splitlines() if line.strip().startswith("answer:"))
+    assert "processing" in answer and "<tool_response>" not in answer
     assert "identical" in out and "NO" not in out
     # The ooo run's sidecar: its hint, or why there was none (timing decides which).
     assert "sidecar hint (" in out or "sidecar: no finished hint (" in out

@@ -2,8 +2,10 @@
 
 Registers a few ordinary business tools, sends plain requests through `FastToolCaller` (the
 last one no tool serves: the target declines to call), and
-shows each call, its validation, the dispatched result, and — on the embedded model — vanilla vs
-toolspec vs ooo side by side (target forward passes, wall-clock time from the request's arrival).
+shows each call, its validation, the dispatched result, the model's plain-text answer that uses
+that result (a second turn on the same conversation), and — on the embedded model — vanilla vs
+toolspec vs ooo side by side (target forward passes, wall-clock time from the request's arrival,
+both turns).
 Without the embedded model (no `hf` extra or no adapter yet) it replays recorded outputs of that
 model and says so.
 """
@@ -19,6 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from ooo_agent.agent import turn_messages
 from ooo_agent.caller import FastToolCaller
 from ooo_agent.calls import CallResult
 from ooo_agent.targets.base import Mode, Target
@@ -94,13 +97,21 @@ DEMO_REQUESTS = [
 ]
 
 RECORDED = [
-    '<tool_call>\n{"name": "get_order_status", "arguments": {"order_id": "A1002"}}\n</tool_call>',
-    '<tool_call>\n{"name": "convert_currency", "arguments": {"amount": 250, "from_currency": "USD", "to_currency": "EUR"}}\n</tool_call>',
-    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Lisbon", "unit": "celsius"}}\n</tool_call>',
-    '<tool_call>\n{"name": "refund_order", "arguments": {"order_id": "B2001", "amount": 19.99, "reason": "damaged item"}}\n</tool_call>',
-    '<tool_call>\n{"name": "get_order_status", "arguments": {"order_id": "D-9001"}}\n</tool_call>',
-    "You're welcome! Have a great day.",
+    "<tool_call>\n{\"name\": \"get_order_status\", \"arguments\": {\"order_id\": \"A1002\"}}\n</tool_call>",
+    "Done. I checked for A1002: the order id is A1002 and the status is processing.",
+    "<tool_call>\n{\"name\": \"convert_currency\", \"arguments\": {\"amount\": 250, \"from_currency\": \"USD\", \"to_currency\": \"EUR\"}}\n</tool_call>",
+    "Here's what I found. The amount is 230.0 and the currency is EUR.",
+    "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lisbon\"}}\n</tool_call>",
+    "Result for Lisbon: the city is LISSO and the temperature is -5. the unit is celsius.",
+    "<tool_call>\n{\"name\": \"refund_order\", \"arguments\": {\"order_id\": \"B2001\", \"amount\": 19.99, \"reason\": \"damaged\"}}\n</tool_call>",
+    "Here's what I found. I checked for order B2001: the order id is B2001 and the refunded amount is 19.99. The reason is damaged.",
+    "<tool_call>\n{\"name\": \"get_order_status\", \"arguments\": {\"order_id\": \"D-9001\"}}\n</tool_call>",
+    "Done. The order id is D-9001 and the status is unknown.",
+    "I'm sorry for the error. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool",
 ]
+"""What the embedded model (``HFTarget.from_preset()``, mode ``toolspec``) wrote for
+:data:`DEMO_REQUESTS`: each call, then the answer that follows its result (a request no tool
+serves is answered at once; the 135M model's words there are poor)."""
 
 
 def _load_embedded(console: Console) -> tuple[dict[Mode, Target], Any] | None:
@@ -171,6 +182,26 @@ def _show(console: Console, request: str, result: CallResult) -> None:
         console.print(f"  [dim]constrained decoding changed {changed} token(s) of the call[/]")
 
 
+def _show_answer(console: Console, answer: CallResult) -> None:
+    """The model's next turn after the results: its plain-text answer (or what went wrong)."""
+    if answer.errors:
+        for error in answer.errors:
+            console.print(f"  [red]answer rejected[/] {error.kind.value}: {escape(error.message)}")
+    elif answer.calls:
+        console.print(f"  [yellow]another call instead of an answer:[/] {answer.calls[0].name}")
+    else:
+        console.print(f"  answer: {answer.text!r}")
+
+
+async def _turn(caller: FastToolCaller, request: str, tools: list[Tool]) -> tuple[CallResult, CallResult | None]:
+    """The request's call (validated and dispatched), then the answer that uses its result."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": request}]
+    result = await caller.call(messages, tools)
+    if not result.results:
+        return result, None
+    return result, await caller.call([*messages, *turn_messages(result)], tools)
+
+
 def _show_hint(console: Console, result: CallResult) -> None:
     """What the sidecar predicted in the ``ooo`` run, and how much of it the target took."""
     sidecar = result.stats.sidecar
@@ -202,7 +233,10 @@ async def _run(console: Console, requests: Sequence[str]) -> int:
         )
         caller = FastToolCaller(ReplayTarget(RECORDED))
         for request in requests:
-            _show(console, request, await caller.call([{"role": "user", "content": request}], tools))
+            result, answer = await _turn(caller, request, tools)
+            _show(console, request, result)
+            if answer is not None:
+                _show_answer(console, answer)
         return 0
     targets, sidecar = loaded
     console.print(
@@ -219,13 +253,19 @@ async def _run(console: Console, requests: Sequence[str]) -> int:
         table.add_column(f"{mode}\nforwards / s", justify="right")
     table.add_column("identical")
     for request in requests:
-        messages = [{"role": "user", "content": request}]
-        outputs = {mode: await caller.call(messages, tools) for mode, caller in callers.items()}
-        _show(console, request, outputs["vanilla"])
+        outputs = {mode: await _turn(caller, request, tools) for mode, caller in callers.items()}
+        first, answer = outputs["vanilla"]
+        _show(console, request, first)
         if "ooo" in outputs:
-            _show_hint(console, outputs["ooo"])
-        same = len({r.raw_text for r in outputs.values()}) == 1
-        cells = [f"{r.stats.decode.forward_passes} / {r.stats.total_s:.2f}" for r in outputs.values()]
+            _show_hint(console, outputs["ooo"][0])
+        if answer is not None:
+            _show_answer(console, answer)
+        same = len({tuple(r.raw_text for r in pair if r) for pair in outputs.values()}) == 1
+        cells = [
+            f"{sum(r.stats.decode.forward_passes for r in pair if r)} / "
+            f"{sum(r.stats.total_s for r in pair if r):.2f}"
+            for pair in outputs.values()
+        ]
         table.add_row(request[:40], *cells, "[green]yes[/]" if same else "[red]NO[/]")
     console.print(table)
     return 0
