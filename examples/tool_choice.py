@@ -23,23 +23,17 @@ REQUESTS: list[tuple[str, Any]] = [
     ("Paris, please.", "get_weather"),
 ]
 
-SORRY = "Sorry, I can't do that with the tools I have."
 RECORDED = {  # what the embedded model writes for each (request, choice)
-    ("What's the weather in Paris?", "auto"): tool_call(
-        "get_weather", '{"city": "Paris", "unit": "celsius"}'
-    ),
-    ("What's the weather in Paris?", "none"): SORRY,
+    ("What's the weather in Paris?", "auto"): tool_call("get_weather", '{"city": "Paris"}'),
+    ("What's the weather in Paris?", "none"): "The weather in Paris is: celsius.",
     ("I have 120 EUR for the trip.", "auto"): tool_call(
-        "get_weather",
-        '{"city": "Paris", "unit": "EUR", "required": ["amount", "source", "target"]}',
+        "convert_currency", '{"amount": 120, "source": "EUR", "target": "USD"}'
     ),
     ("I have 120 EUR for the trip.", "convert_currency"): tool_call(
         "convert_currency", '{"amount": 120, "source": "EUR", "target": "USD"}'
     ),
-    ("Paris, please.", "auto"): SORRY,
-    ("Paris, please.", "get_weather"): tool_call(
-        "get_weather", '{"city": "Paris", "unit": "celsius", "required": ["city"]}'
-    ),
+    ("Paris, please.", "auto"): tool_call("get_weather", '{"city": "Paris"}'),
+    ("Paris, please.", "get_weather"): tool_call("get_weather", '{"city": "Paris"}'),
 }
 
 

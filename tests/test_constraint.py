@@ -551,7 +551,7 @@ def test_the_embedded_target_writes_only_the_tools_parameters_in_every_mode(
     model, tokenizer = embedded
     fmt = HermesFormat()
     tools = [t.to_openai() for t in demo_tools()]
-    messages = [{"role": "user", "content": "Has order D-9001 shipped yet?"}]
+    messages = [{"role": "user", "content": "Refund order A1001 fully, 42.50."}]
     free = HFTarget(model, tokenizer, fmt).generate_sync(
         TargetRequest(messages, tools, mode="vanilla", max_new_tokens=96)
     )
@@ -567,7 +567,10 @@ def test_the_embedded_target_writes_only_the_tools_parameters_in_every_mode(
     }
     assert outputs["toolspec"].token_ids == outputs["vanilla"].token_ids
     calls = fmt.parse(outputs["vanilla"].text).calls
-    assert [(c.name, c.arguments) for c in calls] == [("get_order_status", {"order_id": "D-9001"})]
+    own = {t.name: set(t.parameters["properties"]) for t in demo_tools()}
+    assert calls and calls[0].arguments["order_id"] == "A1001", outputs["vanilla"].text
+    for call in calls:
+        assert call.name in own and set(call.arguments) <= own[call.name], outputs["vanilla"].text
     assert outputs["vanilla"].stats.constrained_tokens >= 1
 
 

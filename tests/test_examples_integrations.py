@@ -63,11 +63,13 @@ def test_quickstart_example() -> None:
 
 
 TOOL_CHOICE_LINES = [
-    "  tool_choice='none'               text: \"Sorry, I can't do that with the tools I have.\"",
-    "  tool_choice='auto'               get_weather({'city': 'Paris', 'unit': 'EUR'})",
+    "  tool_choice='none'               text: 'The weather in Paris is: celsius.'",
+    "  tool_choice='auto'               get_weather({'city': 'Paris'}) -> ",
     "  tool_choice='convert_currency'   convert_currency({'amount': 120.0, 'source': 'EUR', "
     "'target': 'USD'}) -> 129.6",
-    "  tool_choice='get_weather'        get_weather({'city': 'Paris', 'unit': 'celsius'})",
+    "  tool_choice='auto'               convert_currency({'amount': 120.0, 'source': 'EUR', "
+    "'target': 'USD'}) -> 129.6",
+    "  tool_choice='get_weather'        get_weather({'city': 'Paris'}) -> ",
 ]
 
 

@@ -371,7 +371,7 @@ def test_from_preset_decodes_with_the_demos_constraints_unless_told_otherwise(
     on = {"constrain_names": True, "constrain_mentioned": True, "constrain_values": True}
     assert on.items() <= default.options.items()
     assert default.options["format"] == "hermes-description-first"
-    assert default.options["decline_below"] == 0.98
+    assert default.options["decline_below"] == 0.9
     off = Recorded.from_preset("smollm2-135m-toolcall", constrain_values=False)
     assert isinstance(off, Recorded)
     assert off.options["constrain_values"] is False and off.options["constrain_names"] is True
@@ -392,7 +392,7 @@ def test_from_preset_decodes_with_the_demos_constraints_unless_told_otherwise(
     for target in loaded[0].values():
         assert isinstance(target, Recorded)
         assert on.items() <= target.options.items()
-        assert target.options["decline_below"] == 0.98
+        assert target.options["decline_below"] == 0.9
 
 
 @pytest.mark.slow
@@ -407,7 +407,7 @@ def test_from_preset_prompts_with_the_presets_format_unless_told_otherwise() -> 
     assert target.format.name == "hermes-description-first"
     assert HFTarget(target.model, target.tokenizer).format.name == "hermes"
     # And declines where it is not sure a call is wanted, unless told otherwise.
-    assert target.decline_below == 0.98
+    assert target.decline_below == 0.9
     assert HFTarget(target.model, target.tokenizer).decline_below is None
     # And decodes under the demo's constraints.
     assert target.constrain_names and target.constrain_mentioned and target.constrain_values
