@@ -247,6 +247,18 @@ def _read_jsonl_member(wheel: zipfile.ZipFile, member: str) -> list[dict[str, An
     return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
+def _read_category(
+    wheel: zipfile.ZipFile, category: str, path: Path
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], str | None]:
+    """A category's entries, its possible answers, and the answers' member name (if any)."""
+    member = _data_member(wheel, category, answers=False)
+    if member is None:
+        raise DatasetError(f"category {category!r} is not in {path.name}")
+    answer_member = _data_member(wheel, category, answers=True)
+    answers = _read_jsonl_member(wheel, answer_member) if answer_member else []
+    return _read_jsonl_member(wheel, member), answers, answer_member
+
+
 def _data_member(wheel: zipfile.ZipFile, category: str, *, answers: bool) -> str | None:
     folder = _DATA_PREFIX + ("possible_answer/" if answers else "")
     pattern = re.compile(re.escape(folder) + r"BFCL_v\d+_" + re.escape(category) + r"\.json$")
@@ -272,12 +284,7 @@ def load_bfcl(
     path = Path(wheel_path) if wheel_path is not None else bfcl_wheel(cache_dir)
     try:
         with zipfile.ZipFile(path) as wheel:
-            question_member = _data_member(wheel, category, answers=False)
-            if question_member is None:
-                raise DatasetError(f"category {category!r} is not in {path.name}")
-            entries = _read_jsonl_member(wheel, question_member)
-            answer_member = _data_member(wheel, category, answers=True)
-            answers = _read_jsonl_member(wheel, answer_member) if answer_member else []
+            entries, answers, answer_member = _read_category(wheel, category, path)
     except (zipfile.BadZipFile, OSError, json.JSONDecodeError) as exc:
         raise DatasetError(f"cannot read BFCL data from {path}: {exc}") from exc
     gold_by_id = {a["id"]: a["ground_truth"] for a in answers}
@@ -308,12 +315,7 @@ def load_multi_turn(
     path = bfcl_wheel(cache_dir)
     try:
         with zipfile.ZipFile(path) as wheel:
-            member = _data_member(wheel, category, answers=False)
-            if member is None:
-                raise DatasetError(f"category {category!r} is not in {path.name}")
-            entries = _read_jsonl_member(wheel, member)
-            answer_member = _data_member(wheel, category, answers=True)
-            answers = _read_jsonl_member(wheel, answer_member) if answer_member else []
+            entries, answers, _ = _read_category(wheel, category, path)
             docs = {
                 Path(name).stem: _read_jsonl_member(wheel, name)
                 for name in wheel.namelist()
