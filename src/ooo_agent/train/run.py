@@ -8,7 +8,7 @@ prints the report. What the run ships (card command, ``adapter_config.json`` bas
 ``train_report.json``) names no absolute path of this machine (:mod:`ooo_agent.train.portable`).
 Also runnable as ``python -m ooo_agent.train``.
 
-Example (the embedded sidecar's run; ``scripts/train_sidecar.py`` wraps it)::
+Example (the embedded sidecar's run)::
 
     ooo-agent train sidecar --recipe cpu-sidecar --data runs/sidecar-data \\
         --out adapters/smollm2-135m-sidecar
@@ -40,7 +40,6 @@ __all__ = [
     "holdout_split",
     "main",
     "run_train",
-    "script_main",
 ]
 
 _DEFAULT_BASE = SMOLLM2_NAME
@@ -343,8 +342,8 @@ def _copy_training_list(role: str, folder: Path | None, out: Path) -> None:
 
 
 def main(argv: Sequence[str] | None = None, *, command: str | None = None) -> int:
-    """Entry point of ``python -m ooo_agent.train`` (and of the ``scripts/train_*.py`` wrappers,
-    which pass the ``command`` their own card records)."""
+    """Entry point of ``python -m ooo_agent.train``; ``command`` is what the card records
+    (default: this command line)."""
     parser = argparse.ArgumentParser(
         prog="python -m ooo_agent.train",
         description=__doc__,
@@ -356,29 +355,3 @@ def main(argv: Sequence[str] | None = None, *, command: str | None = None) -> in
     if command is None:
         command = portable_command(["python", "-m", "ooo_agent.train"], argv)
     return run_train(args, command=command)
-
-
-def script_main(
-    script: str,
-    role: str,
-    recipe: str,
-    parser: argparse.ArgumentParser,
-    argv: Sequence[str] | None = None,
-    renames: Mapping[str, str] | None = None,
-) -> int:
-    """Run a ``scripts/train_*.py`` wrapper through :func:`main`.
-
-    ``parser`` holds the script's own options; each one given (or defaulted to a value) becomes
-    the ``ooo-agent train role --recipe recipe`` option of the same name (``renames``: script
-    dest → ``train`` dest); a flag that is set is passed on as a flag. The model card records
-    the script's own command line (``python script ...``), paths made portable.
-    """
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv)
-    forwarded = [role, "--recipe", recipe]
-    for dest, value in vars(args).items():
-        if value is None or value is False:
-            continue
-        option = "--" + (renames or {}).get(dest, dest).replace("_", "-")
-        forwarded += [option] if value is True else [option, str(value)]
-    return main(forwarded, command=portable_command(["python", script], argv))
