@@ -17,7 +17,6 @@ beside it), each configuration over the same requests after one warm-up wave:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import statistics
 import sys
@@ -27,8 +26,7 @@ from typing import Any
 
 import torch
 
-from ooo_agent.bench._loading import open_sidecar
-from ooo_agent.sidecar import HintBox, SidecarRequest, WaveOptions
+from ooo_agent.sidecar import HFSidecar, HintBox, SidecarRequest, WaveOptions
 
 
 class TimedBox(HintBox):
@@ -73,21 +71,28 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     loaded: dict[str, Any] = {}
     results: list[dict[str, Any]] = []
     reference: list[Any] | None = None
-    with contextlib.ExitStack() as stack:
-        for dtype, schedule in configs:
-            if dtype not in loaded:
-                # The bench's own loader: a preset, an adapter folder or a model folder.
-                choice = stack.enter_context(
-                    open_sidecar(args.sidecar, threads=args.threads, dtype=getattr(torch, dtype))
-                )
-                loaded[dtype] = choice.sidecar
-            row = _measure(loaded[dtype], schedule, dtype, items, reference)
-            hints = row.pop("hints")
-            reference = reference if reference is not None else hints
-            results.append(row)
-            print(json.dumps(row), file=sys.stderr)
+    for dtype, schedule in configs:
+        if dtype not in loaded:
+            loaded[dtype] = _load(args.sidecar, getattr(torch, dtype), args.threads)
+        row = _measure(loaded[dtype], schedule, dtype, items, reference)
+        hints = row.pop("hints")
+        reference = reference if reference is not None else hints
+        results.append(row)
+        print(json.dumps(row), file=sys.stderr)
     return {"sidecar": args.sidecar, "data": str(args.data or args.categories), "n": args.n,
             "threads": args.threads, "results": results}  # fmt: skip
+
+
+def _load(spec: str, dtype: Any, threads: int) -> HFSidecar:
+    """A sidecar preset, an adapter folder on the embedded base, or a model folder."""
+    from ooo_agent.models import PRESETS, ensure_smollm2
+
+    if spec in PRESETS:
+        return HFSidecar.from_preset(spec, dtype=dtype, num_threads=threads)
+    folder = Path(spec)
+    if (folder / "adapter_config.json").is_file():
+        return HFSidecar.from_pretrained(ensure_smollm2(), folder, dtype=dtype, num_threads=threads)
+    return HFSidecar.from_pretrained(folder, dtype=dtype, num_threads=threads)
 
 
 def _measure(

@@ -36,12 +36,12 @@ The sidecar runs in float32, so the scores are the same on any CPU (``ooo-agent 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from ooo_agent.sidecar.relevance import PARAMETER_WEIGHT, tool_relevance, with_relevance
@@ -120,12 +120,10 @@ def table(records: Sequence[Scored], weights: Sequence[float]) -> list[dict[str,
 
 
 def fingerprint(request: Mapping[str, Any]) -> str:
-    """The request's fingerprint as a sidecar's ``training_requests.txt`` records it."""
-    from ooo_agent.train._sidecar_labels import request_fingerprint
-
-    return request_fingerprint(
-        SimpleNamespace(messages=request["messages"], tools=request["tools"])
-    )  # type: ignore[arg-type]
+    """The request's fingerprint as a sidecar's ``training_requests.txt`` records it: the
+    first 16 hex digits of the SHA-256 of its messages and tools as sorted-key JSON."""
+    payload = json.dumps([request["messages"], request["tools"]], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:16]
 
 
 def labelled(path: Path, exclude: set[str], limit: int | None) -> Iterable[Mapping[str, Any]]:

@@ -13,6 +13,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from ooo_agent.sidecar.relevance import tool_relevance  # noqa: E402
+from ooo_agent.train._sidecar_labels import request_fingerprint  # noqa: E402
+from ooo_agent.train.examples import TrainRequest  # noqa: E402
 from repo_scripts import load_script  # noqa: E402
 from sidecar_tiny import make_model, make_tokenizer  # noqa: E402
 
@@ -103,6 +105,9 @@ def test_labels_keep_choices_with_a_target_call_and_drop_trained_requests(tmp_pa
     labels.write_text("".join(json.dumps(r) + "\n" for r in rows))
     listing = tmp_path / "training_requests.txt"
     listing.write_text(f"{module.fingerprint(rows[4])}\tsome-other-id\n")
+    # the fingerprint the sidecar's training run writes there
+    trained = TrainRequest(id="x", messages=rows[4]["messages"], tools=TOOLS)
+    assert module.fingerprint(rows[4]) == request_fingerprint(trained)
     assert [r["id"] for r in module.labelled(labels, set(), None)] == ["one", "trained"]
     kept = module.labelled(labels, module._excluded(listing), None)
     assert [r["id"] for r in kept] == ["one"]  # by fingerprint, whatever its id there
