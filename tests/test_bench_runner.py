@@ -320,23 +320,6 @@ async def test_oracle_hints_the_remembered_call_and_nothing_else() -> None:
         OracleSidecar(delay_s=-1)
 
 
-def test_engine_submode_reports_a_missing_script(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    from ooo_agent.bench import command
-
-    monkeypatch.chdir(tmp_path)
-    script = tmp_path / "benchmarks" / "engine.py"
-    script.parent.mkdir()
-    script.write_text("import sys\nprint('engine', sys.argv[1:])\nraise SystemExit(7)\n")
-    assert main(["bench", "engine", "--quick", "x"]) == 7
-    assert "engine ['--quick', 'x']" in capsys.readouterr().out
-    script.unlink()
-    monkeypatch.setattr(command.Path, "resolve", lambda self: tmp_path / "a" / "b" / "c" / "d")
-    assert main(["bench", "engine"]) == 1
-    assert "engine.py is missing" in capsys.readouterr().err
-
-
 def test_each_mode_gets_its_own_target_over_the_same_weights(setup: tuple[Path, Path]) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -7,7 +7,6 @@ Example::
 
     ooo-agent bench --categories simple_python --n 20 --sidecar oracle --out bench-out
     ooo-agent bench --device cuda --dtype float32 --sidecar smollm2-135m-sidecar
-    ooo-agent bench engine --help      # the decoding-engine micro-benchmark, when present
 """
 
 from __future__ import annotations
@@ -15,7 +14,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import runpy
 import shlex
 import sys
 from pathlib import Path
@@ -34,7 +32,7 @@ from ooo_agent.decoding.flags import (
 )
 from ooo_agent.models.presets import SidecarDefaults
 
-__all__ = ["IDENTITY_EXIT", "add_arguments", "run_engine_benchmark", "run_from_args"]
+__all__ = ["IDENTITY_EXIT", "add_arguments", "run_from_args"]
 
 IDENTITY_EXIT = 3
 """Exit status when a speculative mode's output differs from vanilla's."""
@@ -77,7 +75,7 @@ def _device(text: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``bench`` options (and its ``engine`` sub-mode)."""
+    """The ``bench`` options (and its ``agent`` sub-mode)."""
     add = parser.add_argument
     add("--categories", default="simple_python", help="comma list of BFCL categories")
     add("--data", default=None, help="a JSONL file of items instead of BFCL categories")
@@ -294,16 +292,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add("--sidecar-timeout", type=float, default=30.0)
     add("--note", default="", help="free text stored with the results (e.g. machine load)")
-    sub = parser.add_subparsers(dest="bench_command", metavar="{engine,agent}")
-    # Everything after 'engine' (its --help included) belongs to the script: a prefix no
-    # option uses keeps argparse from reading '--x' as an option of ours.
-    engine = sub.add_parser(
-        "engine",
-        help="run benchmarks/engine.py (decoding micro-benchmark) with the arguments that follow",
-        prefix_chars="\x00",
-        add_help=False,
-    )
-    engine.add_argument("engine_args", nargs="*")
+    sub = parser.add_subparsers(dest="bench_command", metavar="{agent}")
     from ooo_agent.bench.agent_run import add_agent_arguments
 
     agent = sub.add_parser(
@@ -312,26 +301,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "BFCL multi_turn_base (ooo-agent bench agent --help)",
     )
     add_agent_arguments(agent)
-
-
-def run_engine_benchmark(arguments: list[str]) -> int:
-    """Run ``benchmarks/engine.py`` (from the current folder or the source checkout)."""
-    from ooo_agent.errors import OooAgentError
-
-    candidates = [Path.cwd() / "benchmarks" / "engine.py",
-                  Path(__file__).resolve().parents[3] / "benchmarks" / "engine.py"]  # fmt: skip
-    script = next((p for p in candidates if p.is_file()), None)
-    if script is None:
-        raise OooAgentError("no engine benchmark here: benchmarks/engine.py is missing")
-    saved = sys.argv
-    sys.argv = [str(script), *arguments]
-    try:
-        runpy.run_path(str(script), run_name="__main__")
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    finally:
-        sys.argv = saved
-    return 0
 
 
 def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[str]]:
@@ -432,8 +401,6 @@ def _table_console() -> Console:
 
 def run_from_args(args: argparse.Namespace) -> int:
     """Run the benchmark described by ``args``; returns the exit status."""
-    if args.bench_command == "engine":
-        return run_engine_benchmark(list(args.engine_args))
     if args.bench_command == "agent":
         from ooo_agent.bench.agent_run import run_agent_bench
 
