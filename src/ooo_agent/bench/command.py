@@ -292,7 +292,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add("--sidecar-timeout", type=float, default=30.0)
     add("--note", default="", help="free text stored with the results (e.g. machine load)")
-    sub = parser.add_subparsers(dest="bench_command", metavar="{agent}")
+    sub = parser.add_subparsers(dest="bench_command", metavar="{agent,session}")
     from ooo_agent.bench.agent_run import add_agent_arguments
 
     agent = sub.add_parser(
@@ -301,6 +301,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "BFCL multi_turn_base (ooo-agent bench agent --help)",
     )
     add_agent_arguments(agent)
+    from ooo_agent.bench.session import add_session_arguments
+
+    session = sub.add_parser(
+        "session",
+        help="an agent's workload: conversations on fixed toolsets, gold history, every mode "
+        "(ooo-agent bench session --help)",
+    )
+    add_session_arguments(session)
 
 
 def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[str]]:
@@ -405,6 +413,10 @@ def run_from_args(args: argparse.Namespace) -> int:
         from ooo_agent.bench.agent_run import run_agent_bench
 
         return run_agent_bench(args)
+    if args.bench_command == "session":
+        from ooo_agent.bench.session import run_session_bench
+
+        return run_session_bench(args)
     # Before torch loads: its worker threads must not each start one OpenMP thread per core.
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     import anyio

@@ -28,6 +28,7 @@ from ooo_agent.bench.ast_check import check
 from ooo_agent.bench.datasets import BenchItem
 from ooo_agent.bench.report import RequestRecord
 from ooo_agent.caller import FastToolCaller
+from ooo_agent.calls import CallResult
 from ooo_agent.errors import OooAgentError
 from ooo_agent.targets.base import Generation, Mode, Target, TargetRequest
 
@@ -41,6 +42,7 @@ __all__ = [
     "ModeRunner",
     "RecordingTarget",
     "build_runners",
+    "fill_record",
     "identity_failures",
     "prepare_oracle",
     "run_requests",
@@ -227,6 +229,15 @@ async def _measure(
         record.failure = f"{type(exc).__name__}: {exc}"
         record.ast_reason = "the request failed"
         return record
+    fill_record(record, result, runner, item)
+    return record
+
+
+def fill_record(
+    record: RequestRecord, result: CallResult, runner: ModeRunner, item: BenchItem
+) -> None:
+    """Copy what ``runner``'s call for ``item`` did (``result``) into ``record``: stats,
+    sidecar figures, output tokens, calls and the AST verdict."""
     stats = result.stats
     decode = stats.decode
     record.latency_s = stats.total_s
@@ -257,7 +268,6 @@ async def _measure(
     else:
         verdict = check(result.calls, item)
         record.ast_ok, record.ast_reason = verdict.ok, verdict.reason
-    return record
 
 
 def _same_output(reference: RequestRecord, other: RequestRecord) -> bool | None:
