@@ -53,9 +53,10 @@ def run(args: argparse.Namespace) -> int:
     bench = [*python, "bench", "--categories", args.categories, "--n", str(args.n),
              "--warmup", "0", "--modes", ",".join(MODES), "--threads", "1",
              "--sidecar-threads", "1", "--out", str(out / "bench")]  # fmt: skip
-    code = _step(bench, env, out / "bench.log")
-    if code:
-        return code
+    if not (args.keep_bench and (out / "bench" / "requests.jsonl").is_file()):
+        code = _step(bench, env, out / "bench.log")
+        if code:
+            return code
     labels = out / "labels.jsonl"
     if args.labels is not None:
         labels.write_text(args.labels.read_text(encoding="utf-8"), encoding="utf-8")
@@ -206,6 +207,8 @@ def main(argv: list[str] | None = None) -> int:
                          help="pinned adapters folder (OOO_AGENT_ADAPTERS)")  # fmt: skip
     measure.add_argument("--labels", type=Path, default=None,
                          help="score the sidecar on this labels.jsonl (an earlier run's)")  # fmt: skip
+    measure.add_argument("--keep-bench", action="store_true",
+                         help="an OUT/bench run already there is kept (only the sidecar runs)")  # fmt: skip
     check = commands.add_parser("compare", help="compare two run folders; exit 1 on a difference")
     check.add_argument("base", type=Path)
     check.add_argument("new", type=Path)
