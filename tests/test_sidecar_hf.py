@@ -384,30 +384,6 @@ def test_assembler_follows_the_function_the_target_wrote(tokenizer: Any, follow:
     else:
         assert box.snapshot().function == "get_weather" and not box.function_from_target
         assert report.hint.function == "get_weather" and not report.followed_target
-    with pytest.raises(ValueError):
-        WaveOptions(follow_wait_s=-1)
-
-
-def test_function_first_asks_the_rows_of_the_tool_the_target_wrote(tokenizer: Any) -> None:
-    # The scripted sidecar answers "0" (get_weather). With a wait, a target that writes
-    # get_time a little after the wave starts is waited for: only get_time's rows are asked.
-    options = WaveOptions(follow_wait_s=30.0)
-    sidecar = HFSidecar(_scripted(tokenizer), tokenizer, options=options)
-    box = HintBox()
-    box.expect_target_function()
-    timer = threading.Timer(0.05, box.report_target_function, ["get_time"])
-    timer.start()
-    report = anyio.run(sidecar.run_wave, SidecarRequest(MESSAGES, TOOLS), box)
-    timer.join()
-    assert report.arrivals == ["function", "1.zone"]
-    assert report.answers["function"] == "0" and report.followed_target
-    assert report.hint.function == "get_time" and box.function_from_target
-    # Nobody reports (no target drafter listening): the sidecar's own choice, no waiting.
-    started = time.perf_counter()
-    alone = anyio.run(sidecar.run_wave, SidecarRequest(MESSAGES, TOOLS), HintBox())
-    assert time.perf_counter() - started < 10.0
-    assert sorted(alone.arrivals) == ["0.city", "0.days", "function"]
-    assert alone.hint.function == "get_weather" and not alone.followed_target
 
 
 def test_request_case_writes_a_capitalised_copy_as_the_request_does(tokenizer: Any) -> None:
@@ -547,9 +523,6 @@ def test_single_tool_skips_the_index_row(tokenizer: Any) -> None:
     report = anyio.run(sidecar.run_wave, SidecarRequest(MESSAGES, TOOLS[:1]), box)
     assert report.arrivals == ["0.city", "0.days"]
     assert report.hint.function == "get_weather"
-    asked = HFSidecar(model, tokenizer, options=WaveOptions(ask_single_tool=True, max_rows=2))
-    report = anyio.run(asked.run_wave, SidecarRequest(MESSAGES, TOOLS[:1]), HintBox())
-    assert report.arrivals == ["function", "0.city"]
 
 
 def test_slots_arriving_before_the_function_are_held_back() -> None:

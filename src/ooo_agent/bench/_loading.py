@@ -211,7 +211,6 @@ def open_sidecar(
     dtype: torch.dtype | None = None,
     schedule: str = "auto",
     follow_target: bool = True,
-    follow_wait_s: float = 0.0,
     function_choice: str = "auto",
     relevance_weight: float | None = None,
     relevance_parameter_weight: float | None = None,
@@ -229,8 +228,8 @@ def open_sidecar(
     A local model (preset, folder, adapter folder) is loaded on ``device`` in ``dtype``, in
     this process or, with ``process``, in a ``serve-sidecar`` child given the same choice.
     ``schedule`` is the in-process sidecar's row schedule (``WaveOptions.schedule``); a
-    sidecar behind HTTP always gets every row in one request. ``follow_target`` and
-    ``follow_wait_s`` are ``WaveOptions``' (every model-backed sidecar); ``function_choice``
+    sidecar behind HTTP always gets every row in one request. ``follow_target`` is
+    ``WaveOptions``' (every model-backed sidecar); ``function_choice``
     too (``scored`` / ``calibrated`` only in this process: they need the model's
     log-probabilities; ``auto``: a preset's own choice in this process, else ``index``),
     ``relevance_weight`` (``None``: a preset's own with its own choice, else 0),
@@ -280,7 +279,6 @@ def open_sidecar(
     options = WaveOptions(
         schedule=schedule,  # type: ignore[arg-type]
         follow_target=follow_target,
-        follow_wait_s=follow_wait_s,
         **fields,
         relevance_parameter_weight=(
             PARAMETER_WEIGHT if relevance_parameter_weight is None else relevance_parameter_weight

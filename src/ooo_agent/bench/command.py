@@ -163,14 +163,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "sidecar's choice only (the method as published)",
     )
     add(
-        "--sidecar-follow-wait",
-        type=float,
-        default=0.0,
-        help="function-first schedule with --sidecar-follow on: seconds the sidecar waits "
-        "for the target's function name after its own index row (default 0; the target "
-        "never waits)",
-    )
-    add(
         "--sidecar-function-choice",
         choices=("auto", "index", "scored", "calibrated"),
         default="auto",
@@ -466,7 +458,6 @@ async def _run(args: argparse.Namespace) -> int:
         oracle_delay_s=args.oracle_delay, device=device,
         dtype=_loading.resolve_sidecar_dtype(args.sidecar_dtype, device),
         schedule=args.sidecar_schedule, follow_target=args.sidecar_follow == "on",
-        follow_wait_s=args.sidecar_follow_wait,
         function_choice=args.sidecar_function_choice,
         relevance_weight=args.sidecar_relevance_weight, tool_list=args.sidecar_tool_list,
         relevance_parameter_weight=args.sidecar_relevance_parameter_weight,
@@ -563,7 +554,6 @@ async def _run(args: argparse.Namespace) -> int:
             "sidecar_dtype": choice.placement[1] if choice.placement else None,
             "sidecar_schedule": getattr(choice.sidecar, "schedule", None),
             "sidecar_follow_target": args.sidecar_follow == "on",
-            "sidecar_follow_wait_s": args.sidecar_follow_wait,
             # The wave settings the sidecar ran with (None: a sidecar without WaveOptions).
             **{
                 f"sidecar_{name}": getattr(getattr(choice.sidecar, "options", None), name, None)

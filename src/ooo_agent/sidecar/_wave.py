@@ -74,10 +74,6 @@ class WaveOptions:
     what it measured, in docs/sidecar.md.
 
     Args:
-        ask_single_tool: ask the function-index row even when only one tool is offered
-            (by default the answer is known: index 0, published at the wave's start).
-        max_rows: cap on rows per wave (the function-index row counts); the first rows in
-            tool order are kept. ``None``: no cap.
         check_slots: drop slot values that fail the slot's JSON schema.
         schedule: how a local backend orders the rows. ``parallel``: every row in one batch.
             ``function-first``: the function-index row, then only the chosen tool's argument
@@ -85,8 +81,6 @@ class WaveOptions:
             backends always send one request with every row.
         follow_target: once the target has written its function name, hint that tool's
             slots, whatever the function-index row said (the target never waits for it).
-        follow_wait_s: with ``function-first`` and ``follow_target``, how long the sidecar
-            waits for the target's name before asking its own choice's rows; 0: never.
         function_choice: how the tool is picked when several are offered. ``index``: the
             function-index row's greedy answer. ``scored``: the likeliest tool name as the
             start of a direct-call answer, all names scored in one batched forward.
@@ -125,12 +119,9 @@ class WaveOptions:
             In-process sidecars only.
     """
 
-    ask_single_tool: bool = False
-    max_rows: int | None = None
     check_slots: bool = True
     schedule: Literal["auto", "parallel", "function-first"] = "auto"
     follow_target: bool = True
-    follow_wait_s: float = 0.0
     function_choice: FunctionChoice = "index"
     relevance_weight: float = 0.0
     relevance_parameter_weight: float = PARAMETER_WEIGHT
@@ -144,10 +135,6 @@ class WaveOptions:
     joint_values: bool = False
 
     def __post_init__(self) -> None:
-        if self.max_rows is not None and self.max_rows < 1:
-            raise ValueError(f"max_rows must be at least 1, not {self.max_rows}")
-        if self.follow_wait_s < 0:
-            raise ValueError(f"follow_wait_s must be at least 0, not {self.follow_wait_s}")
         if self.schedule not in ("auto", "parallel", "function-first"):
             raise ValueError(f"unknown schedule {self.schedule!r}")
         if self.function_choice not in FUNCTION_CHOICES:
@@ -214,7 +201,7 @@ class WavePlan:
         )
         direct = rows.pop() if scored else None  # the direct-call row is scored, never asked
         known = None
-        if len(request.tools) == 1 and not options.ask_single_tool:
+        if len(request.tools) == 1:
             known = 0
             rows = [r for r in rows if r.kind != "function_index"]
         choice = calibration = None
@@ -237,8 +224,6 @@ class WavePlan:
         implied: dict[str, str] = {}
         if options.unnamed_nulls:
             rows, implied = _without_unnamed_optionals(request, rows, named)
-        if options.max_rows is not None:
-            rows = rows[: options.max_rows]
         prompts = [template(r.messages) for r in rows]
         cased, request_text = _cased_rows(request, rows) if options.request_case else ({}, "")
         return cls(

@@ -236,8 +236,7 @@ class HFSidecar:
         if self.schedule != "function-first" or len(plan.rows) < 2:
             return [], None
         if any(row.kind == "function_index" for row in plan.rows):
-            wait = self.options.follow_wait_s if self.options.follow_target else 0.0
-            return _function_first(plan, assembler, wait, cancel)
+            return _function_first(plan, assembler)
         if plan.choice_prompt is not None:
             return _chosen_first(plan, assembler)
         return [], None
@@ -531,13 +530,10 @@ def _repeats(value: Any, earlier: list[Any]) -> bool:
 
 
 def _function_first(
-    plan: WavePlan,
-    assembler: WaveAssembler,
-    follow_wait_s: float = 0.0,
-    cancel: threading.Event | None = None,
+    plan: WavePlan, assembler: WaveAssembler
 ) -> tuple[list[int], Callable[[list[RowResult]], list[int]]]:
     """The function-index row first; then the argument rows of one tool: the one the target
-    wrote when it is known by then (within ``follow_wait_s``; the assembler follows it), else
+    wrote when it is known by then (the assembler follows it), else
     the one the row names (none if it names none: without a function no slot can reach the
     hint). When the target turns out to write another tool, that tool's rows run next."""
     head = [i for i, row in enumerate(plan.rows) if row.kind == "function_index"]
@@ -546,8 +542,6 @@ def _function_first(
 
     def then(results: list[RowResult]) -> list[int]:
         index = parse_function_index(results[0].text.strip(), count)
-        if follow_wait_s > 0 and not asked:
-            assembler.box.wait_target_function(follow_wait_s, cancel)
         if assembler.followed:
             index = assembler.function
         if index is None or index in asked:

@@ -116,7 +116,7 @@ def sidecar_rows(
     """``{"prompt", "completion"}`` rows for the trainer from labelled requests.
 
     The function-index row of a request offering a single tool is left out unless
-    ``single_tool_index``: the wave never asks it (see ``WaveOptions.ask_single_tool``).
+    ``single_tool_index``: the wave never asks it.
 
     The prompt is the row's chat messages through ``tokenizer``'s chat template with the
     generation prompt (``template`` overrides it); the completion is the row's answer followed
