@@ -209,6 +209,7 @@ class FastToolCaller:
                 stats.sidecar.function_from_target = box.function_from_target
                 stats.sidecar.hint_dropped = box.dropped
                 stats.sidecar.dropped_slots.update(box.refused)
+                _record_usage(stats.sidecar, box)
 
             result.raw_text = generation.text
             started = time.perf_counter()
@@ -395,6 +396,17 @@ def _held_to_choice(
             continue
         refused.append(CallError(CallErrorKind.TOOL_CHOICE, why, call.name, call.id))
     return kept, refused
+
+
+def _record_usage(stats: SidecarStats, box: HintBox) -> None:
+    """The wave's prompt tokens (cached, run) and time split, as its sidecar counted them."""
+    usage = box.usage
+    stats.cached_tokens = usage.cached_tokens
+    stats.prefill_tokens = usage.prefill_tokens
+    stats.row_tokens = usage.row_tokens
+    stats.prefill_s = usage.prefill_s
+    stats.choice_s = usage.choice_s
+    stats.rows_s = usage.rows_s
 
 
 ABANDON_GRACE_S = 0.05

@@ -231,6 +231,21 @@ class SidecarStats:
     encoded); the call went on without it. None when the hint was used throughout."""
     error: str | None = None
     """Why the wave gave no hint: its fault, a timeout, or (``stopped``) the target's reason."""
+    cached_tokens: int = 0
+    """The wave's shared-prompt tokens (listing, conversation) whose KV came from the
+    sidecar's prefix cache (in-process sidecars; ``HFSidecar.prefix_cache``)."""
+    prefill_tokens: int = 0
+    """The wave's shared-prompt tokens run through the sidecar's model (once per batch of
+    rows, not per row): the new part of the prompt when the cache held the rest."""
+    row_tokens: int = 0
+    """Each row's own prompt tokens (its question) run after the shared part, all rows."""
+    prefill_s: float = 0.0
+    """The wave's time running shared-prompt tokens."""
+    choice_s: float = 0.0
+    """The wave's time choosing the tool (name scores, or a function-index row run first),
+    prefill aside."""
+    rows_s: float = 0.0
+    """The wave's time answering argument rows, prefill aside."""
 
 
 @dataclass

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     import torch
 
     from ooo_agent.sidecar._wave import FunctionChoice
-    from ooo_agent.sidecar.rows import ToolList
+    from ooo_agent.sidecar.rows import PromptLayout, ToolList
 
 __all__ = [
     "ADAPTERS_ENV",
@@ -90,6 +90,9 @@ class Preset:
     tool_list: ToolList = "signatures"
     """Sidecars: how the wave's rows show the tools, the format the adapter was trained on
     (``WaveOptions.tool_list``)."""
+    layout: PromptLayout = "dialogue-first"
+    """Sidecars: where the rows' prompts put the conversation, the layout the adapter was
+    trained on (``WaveOptions.layout``)."""
     required_values: bool = False
     """Sidecars: whether a required parameter's row may not answer null by default
     (``WaveOptions.required_values``)."""
@@ -201,6 +204,9 @@ PRESETS: dict[str, Preset] = {
             # in the call, each reading the values before it: 4 for the second side of "sides
             # 3, 4, and 5", not 5; "Australia" after the city "Sydney".
             joint_values=True,
+            # Its rows put the dialogue first, as it was trained; "tools-first" lets the
+            # wave's prefix cache serve the listing and earlier turns, once it is trained so.
+            layout="dialogue-first",
         ),
         Preset(
             name="qwen3-0.6b-ooo-sidecar",
@@ -233,6 +239,7 @@ class SidecarDefaults(TypedDict):
     function_choice: FunctionChoice
     relevance_weight: float
     tool_list: ToolList
+    layout: PromptLayout
     required_values: bool
     mentioned_values: bool
     typed_values: bool
@@ -248,7 +255,7 @@ _PUBLISHED = Preset(name="", role="sidecar", base="")
 
 def sidecar_wave_defaults(spec: str) -> SidecarDefaults:
     """The ``WaveOptions`` fields a sidecar named ``spec`` gets by default: a preset's own
-    ``function_choice``, ``relevance_weight``, ``tool_list``, ``required_values``,
+    ``function_choice``, ``relevance_weight``, ``tool_list``, ``layout``, ``required_values``,
     ``mentioned_values``, ``typed_values``, ``unnamed_nulls``, ``whole_words``,
     ``request_case`` and ``joint_values``; for anything else the method as published (``index``, no relevance,
     ``signatures``, no steer)."""
@@ -257,6 +264,7 @@ def sidecar_wave_defaults(spec: str) -> SidecarDefaults:
         function_choice=preset.function_choice,
         relevance_weight=preset.relevance_weight,
         tool_list=preset.tool_list,
+        layout=preset.layout,
         required_values=preset.required_values,
         mentioned_values=preset.mentioned_values,
         typed_values=preset.typed_values,

@@ -18,7 +18,9 @@ from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
 from ooo_agent.sidecar.prompts import PromptTemplate
 from ooo_agent.sidecar.relevance import PARAMETER_WEIGHT
 from ooo_agent.sidecar.rows import (
+    PROMPT_LAYOUTS,
     TOOL_LISTS,
+    PromptLayout,
     SemanticRow,
     ToolList,
     assemble_hint,
@@ -94,6 +96,10 @@ class WaveOptions:
             parameter names and descriptions; 0: parameters left out.
         tool_list: how the rows show the tools (:data:`~ooo_agent.sidecar.rows.ToolList`):
             the format the sidecar model was trained on.
+        layout: where the rows' prompts put the conversation
+            (:data:`~ooo_agent.sidecar.rows.PromptLayout`): the layout the sidecar model was
+            trained on. ``tools-first`` lets a prefix cache serve the listing and earlier
+            turns to the next wave.
         required_values: a *required* parameter's row may not answer ``null``. In-process
             sidecars only.
         mentioned_values: the same for an *optional* parameter the user's messages name
@@ -126,6 +132,7 @@ class WaveOptions:
     relevance_weight: float = 0.0
     relevance_parameter_weight: float = PARAMETER_WEIGHT
     tool_list: ToolList = "signatures"
+    layout: PromptLayout = "dialogue-first"
     required_values: bool = False
     mentioned_values: bool = False
     typed_values: bool = False
@@ -160,6 +167,8 @@ class WaveOptions:
             )
         if self.tool_list not in TOOL_LISTS:
             raise ValueError(f"unknown tool_list {self.tool_list!r} ({', '.join(TOOL_LISTS)})")
+        if self.layout not in PROMPT_LAYOUTS:
+            raise ValueError(f"unknown layout {self.layout!r} ({', '.join(PROMPT_LAYOUTS)})")
 
 
 @dataclass
@@ -197,7 +206,11 @@ class WavePlan:
     ) -> WavePlan:
         scored = options.function_choice in ("scored", "calibrated")
         rows = build_wave_rows(
-            request.messages, request.tools, direct_call=scored, tool_list=options.tool_list
+            request.messages,
+            request.tools,
+            direct_call=scored,
+            tool_list=options.tool_list,
+            layout=options.layout,
         )
         direct = rows.pop() if scored else None  # the direct-call row is scored, never asked
         known = None
@@ -214,6 +227,7 @@ class WavePlan:
                     request.tools,
                     direct_call=True,
                     tool_list=options.tool_list,
+                    layout=options.layout,
                 )[-1]
                 calibration = template(free.messages)
         named: dict[str, tuple[str, ...]] = {}

@@ -20,7 +20,15 @@ from typing import Any, Protocol, runtime_checkable
 
 from ooo_agent._arguments import not_json_data, plain_json
 
-__all__ = ["Hint", "HintBox", "Sidecar", "SidecarRequest", "clean_hint", "clean_hint_value"]
+__all__ = [
+    "Hint",
+    "HintBox",
+    "Sidecar",
+    "SidecarRequest",
+    "WaveUsage",
+    "clean_hint",
+    "clean_hint_value",
+]
 
 
 def clean_hint_value(value: Any) -> Any:
@@ -125,6 +133,26 @@ class Hint:
         return self.function is None and not self.slots
 
 
+@dataclass
+class WaveUsage:
+    """What one wave's prompts cost an in-process sidecar's model, added to as the wave runs
+    (``HintBox.usage``; an HTTP sidecar leaves it at zero)."""
+
+    cached_tokens: int = 0
+    """Shared-prompt tokens (listing, conversation) whose KV came from the sidecar's prefix
+    cache."""
+    prefill_tokens: int = 0
+    """Shared-prompt tokens run through the model (once per batch of rows, not per row)."""
+    row_tokens: int = 0
+    """Each row's own prompt tokens run after the shared part (its question), all rows."""
+    prefill_s: float = 0.0
+    """Time running the shared prompt's tokens."""
+    choice_s: float = 0.0
+    """Time choosing the tool (name scores or the function-index row), prefill aside."""
+    rows_s: float = 0.0
+    """Time answering the argument rows (values written again included), prefill aside."""
+
+
 class HintBox:
     """Thread-safe mailbox between a sidecar and the target's drafter.
 
@@ -165,6 +193,8 @@ class HintBox:
         by slot (``function`` for the function name), with the reason; never published."""
         self.dropped: str | None = None
         """Why a reader gave the hint up (:meth:`drop`); None while it is in use."""
+        self.usage = WaveUsage()
+        """What the wave's prompts cost the sidecar's model, filled by the sidecar."""
 
     # -- writer side ---------------------------------------------------------------
     def set_function(self, name: str | None, *, from_target: bool = False) -> None:

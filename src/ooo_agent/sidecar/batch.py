@@ -18,6 +18,11 @@ uses it to answer the function index first and then ask only the chosen tool's a
 A single row can keep its KV cache for the next one (:class:`KeptPrefix`): a later prompt that
 extends it — the same call written on with the last answer in it — computes only its new tokens.
 
+With a :class:`~ooo_agent.decoding.prefix_cache.PrefixCache`, a batch's shared prefix starts
+from the longest prefix of it the cache holds (another wave's listing and conversation), only
+the rest runs, and the whole prefix is stored for the next batch; ``usage`` counts the tokens
+served and run (:class:`~ooo_agent.sidecar.base.WaveUsage`).
+
 Example::
 
     gen = SharedPrefixGenerator(model, tokenizer, num_threads=1)
@@ -28,17 +33,19 @@ Example::
 from __future__ import annotations
 
 import contextlib
-import copy
 import inspect
 import threading
+import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from ooo_agent.decoding.verify import split_head
+from ooo_agent.sidecar.base import WaveUsage
 
 if TYPE_CHECKING:
     from ooo_agent.decoding.constraint import TokenConstraint
+    from ooo_agent.decoding.prefix_cache import PrefixCache
 
 __all__ = [
     "GenerationCancelled",
@@ -131,6 +138,8 @@ class SharedPrefixGenerator:
         num_threads: torch intra-op threads while generating; ``None`` leaves them alone.
         stop_token_ids: tokens ending a row besides the tokenizer's and the generation
             config's end-of-sequence ids and ``<|im_end|>`` / ``<|eot_id|>`` if present.
+        prefix_cache: where batches' shared prefixes are kept for later batches (None: every
+            batch runs its whole prefix).
 
     One generator runs one batch at a time (a lock serialises concurrent callers).
     """
@@ -142,6 +151,7 @@ class SharedPrefixGenerator:
         *,
         num_threads: int | None = 1,
         stop_token_ids: Iterable[int] = (),
+        prefix_cache: PrefixCache | None = None,
     ) -> None:
         if num_threads is not None and num_threads < 1:
             raise ValueError(f"num_threads must be at least 1 (or None), not {num_threads}")
@@ -152,6 +162,7 @@ class SharedPrefixGenerator:
             stop_token_ids
         )
         self.cache_kwarg = _cache_kwarg(model)
+        self.prefix_cache = prefix_cache
         # The decoder and the LM head apart, when the model is a plain stack: the head then
         # runs on a 2-D [rows, hidden] matrix. Through the full forward, bf16 batches with one
         # kept position go through a batched matmul that first copies the head's weight once
@@ -200,6 +211,7 @@ class SharedPrefixGenerator:
         first_token_bans: Mapping[int, Collection[int]] | None = None,
         constraints: Mapping[int, TokenConstraint] | None = None,
         kept: KeptPrefix | None = None,
+        usage: WaveUsage | None = None,
     ) -> list[RowResult]:
         """Greedy answers for ``prompts`` (token ids), in prompt order.
 
@@ -218,6 +230,7 @@ class SharedPrefixGenerator:
 
         ``kept`` (one prompt, no ``first``): the prompt's tokens shared with ``kept.ids`` from
         the start are not computed again, and ``kept`` then holds this row's cache.
+        ``usage`` (optional) is added the prompt tokens served from the prefix cache and run.
         """
         if kept is not None and (len(prompts) != 1 or first):
             raise ValueError("'kept' needs exactly one prompt and no 'first' rows")
@@ -243,6 +256,7 @@ class SharedPrefixGenerator:
                 raise ValueError(f"'constraints' names rows outside 0..{len(prompts) - 1}")
             run.constraints = steer
             run.kept = kept
+            run.usage = usage
             return run.run(first, then)
 
     def score(
@@ -251,6 +265,7 @@ class SharedPrefixGenerator:
         counts: Sequence[int],
         *,
         cancel: threading.Event | None = None,
+        usage: WaveUsage | None = None,
     ) -> list[float]:
         """Log-probability of the last ``counts[i]`` tokens of ``sequences[i]`` given the
         tokens before them (summed over those tokens), for every row in one forward.
@@ -268,14 +283,21 @@ class SharedPrefixGenerator:
 
         with self._lock, _torch_threads(self.num_threads), torch.inference_mode():
             run = _Run(self, sequences, 0, (), None, cancel)
+            run.usage = usage
             return run.score(counts)
 
 
-def _repeated(cache: Any, rows: int) -> Any:
-    """A copy of a batch-1 KV cache, repeated for ``rows`` rows (the original is kept)."""
-    clone = copy.deepcopy(cache)
-    if rows > 1:
-        clone.batch_repeat_interleave(rows)
+def _repeated(cache: Any, rows: int, config: Any) -> Any:
+    """A new ``DynamicCache`` holding a batch-1 cache's KV once per row (one copy; the
+    original, of any layer kind, is left as it is)."""
+    from transformers import DynamicCache
+
+    clone = DynamicCache(config=config)
+    for index, layer in enumerate(list(cache.layers)):
+        keys, values = layer.keys, layer.values
+        if keys is None or values is None or keys.shape[-2] == 0:
+            continue
+        clone.update(keys.expand(rows, -1, -1, -1), values.expand(rows, -1, -1, -1), index)
     return clone
 
 
@@ -316,6 +338,8 @@ class _Run:
         self.first_bans: dict[int, list[int]] = {}
         self.constraints: dict[int, TokenConstraint] = {}
         self.kept: KeptPrefix | None = None
+        self.usage: WaveUsage | None = None
+        self.prefix_cache = owner.prefix_cache
 
     def run(
         self,
@@ -335,23 +359,27 @@ class _Run:
             fed = cache.get_seq_length()  # the prompt, then each answer token fed back
             self.kept.ids, self.kept.cache = (self.prompts[0] + self.generated[0])[:fed], cache
             return self._ordered()
-        if not first or len(first) == len(every):
+        if self.prefix_cache is None and (not first or len(first) == len(every)):
             self._decode(self._prefill_prefix(prefix_len, len(every)), prefix_len, every)
             return self._ordered()
-        prefix = self._prefill_prefix(prefix_len, 1)
-        head = _repeated(prefix, len(first)) if prefix_len else self._prefill_prefix(0, 0)
-        self._decode(head, prefix_len, list(first))
-        heads = [self.results[i] for i in first]
-        while True:
-            rest = [i for i in every if i not in self.results]
-            chosen = set(then(heads)) if then is not None else set(rest)
-            later = [i for i in rest if i in chosen]
-            if not later:
-                break
-            cache = _repeated(prefix, len(later)) if prefix_len else self._prefill_prefix(0, 0)
-            self._decode(cache, prefix_len, later)
-            if then is None:
-                break
+        prefix = self._prefix(prefix_len)
+        try:
+            if not first or len(first) == len(every):
+                self._decode(self._copies(prefix, prefix_len, len(every)), prefix_len, every)
+                return self._ordered()
+            self._decode(self._copies(prefix, prefix_len, len(first)), prefix_len, list(first))
+            heads = [self.results[i] for i in first]
+            while True:
+                rest = [i for i in every if i not in self.results]
+                chosen = set(then(heads)) if then is not None else set(rest)
+                later = [i for i in rest if i in chosen]
+                if not later:
+                    break
+                self._decode(self._copies(prefix, prefix_len, len(later)), prefix_len, later)
+                if then is None:
+                    break
+        finally:
+            self._keep(prefix_len, prefix)
         for i in every:
             if i not in self.results:
                 self.results[i] = RowResult(i, [], "", "skipped")
@@ -367,8 +395,14 @@ class _Run:
             min(len(p) - c for p, c in zip(self.prompts, counts, strict=True)) - 1,
         )
         rows = list(range(len(self.prompts)))
-        cache = self._prefill_prefix(prefix_len, len(rows))
+        if self.prefix_cache is None:
+            cache = self._prefill_prefix(prefix_len, len(rows))
+        else:
+            prefix = self._prefix(prefix_len)
+            cache = self._copies(prefix, prefix_len, len(rows))
+            self._keep(prefix_len, prefix)
         ids, keep, positions = self._suffix_batch(prefix_len, rows)
+        self._count(rows_run=sum(len(p) - prefix_len for p in self.prompts))
         hidden = self._forward(ids, keep, positions, cache, every_position=True)
         width = ids.shape[1]
         scores: list[float] = []
@@ -473,15 +507,53 @@ class _Run:
                 cache.batch_repeat_interleave(rows)
         return cache
 
+    def _prefix(self, prefix_len: int) -> Any:
+        """The shared prefix's KV cache at batch one: the longest part of it the prefix cache
+        holds (the cache's own entry or a copy, now this run's), extended by the rest."""
+        if self.prefix_cache is None or prefix_len == 0:
+            return self._prefill_prefix(prefix_len, 1)
+        ids = self.prompts[0][:prefix_len]
+        hit = self.prefix_cache.take(ids)
+        self._count(cached=hit.length)
+        if hit.length < prefix_len:
+            try:
+                self._extend(hit.cache, hit.length, prefix_len)
+            except GenerationCancelled:  # raised before the forward: the hit is as taken
+                if hit.length:
+                    self.prefix_cache.insert(ids[: hit.length], hit.cache)
+                raise
+        return hit.cache
+
+    def _copies(self, prefix: Any, prefix_len: int, rows: int) -> Any:
+        """A cache for ``rows`` rows, each holding ``prefix`` (which stays as it is)."""
+        if prefix_len == 0:
+            return self._prefill_prefix(0, 0)
+        return _repeated(prefix, rows, self.model.config)
+
+    def _keep(self, prefix_len: int, prefix: Any) -> None:
+        """Give a whole prefix to the prefix cache (one cut short by a fault is dropped)."""
+        whole = prefix_len > 0 and prefix.get_seq_length() == prefix_len
+        if self.prefix_cache is not None and whole:
+            self.prefix_cache.insert(self.prompts[0][:prefix_len], prefix)
+
+    def _count(self, *, cached: int = 0, run: int = 0, rows_run: int = 0, s: float = 0.0) -> None:
+        if self.usage is not None:
+            self.usage.cached_tokens += cached
+            self.usage.prefill_tokens += run
+            self.usage.row_tokens += rows_run
+            self.usage.prefill_s += s
+
     def _extend(self, cache: Any, start: int, end: int) -> None:
         """Run the first prompt's tokens ``start:end`` into ``cache`` (batch one, which holds
         its tokens before ``start``)."""
         import torch
 
+        started = time.perf_counter()
         ids = torch.tensor([self.prompts[0][start:end]], device=self.device)
         keep = torch.ones(1, end, dtype=torch.bool, device=self.device)
         positions = torch.arange(start, end, device=self.device)[None]
         self._forward(ids, keep, positions, cache)
+        self._count(run=end - start, s=time.perf_counter() - started)
 
     def _kept_prefix(self, kept: KeptPrefix, prefix_len: int) -> Any:
         """The one row's prefix cache: ``kept``'s, cut back to the tokens this prompt shares
@@ -489,7 +561,7 @@ class _Run:
         prefix = self.prompts[0][:prefix_len]
         common = common_prefix_length([kept.ids, prefix]) if kept.cache is not None else 0
         if common == 0:
-            return self._prefill_prefix(prefix_len, 1)
+            return self._prefix(prefix_len)
         cache = kept.cache
         surplus = cache.get_seq_length() - common
         if surplus > 0:
@@ -504,6 +576,7 @@ class _Run:
         import torch
 
         ids, keep, positions = self._suffix_batch(prefix_len, rows)
+        self._count(rows_run=sum(len(self.prompts[i]) - prefix_len for i in rows))
         self.active = list(rows)
         self.keep = keep
         self.next_pos = torch.tensor([len(self.prompts[i]) for i in rows], device=self.device)

@@ -6,6 +6,11 @@ One wave is ONE batched greedy generation over all semantic rows: the rows' shar
 :class:`~ooo_agent.sidecar.base.HintBox` the moment the row ends, so the drafter sees the
 function first (its row is one token long) and then each slot as it arrives.
 
+The shared prefix is kept in the sidecar's own
+:class:`~ooo_agent.decoding.prefix_cache.PrefixCache`, so a later wave whose prompt starts the
+same way (the same listing, the same conversation one turn on) runs only what follows;
+``box.usage`` counts the tokens served and run, and where the time went.
+
 The generation runs in a worker thread with its own torch thread count (one by default: on a
 small machine the target and the sidecar must not both ask for every core) and stops between
 two forward passes when the wave is cancelled.
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +34,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from ooo_agent.decoding.prefix_cache import DEFAULT_PREFIX_CACHE_BYTES, PrefixCache
 from ooo_agent.errors import ModelNotAvailableError, SidecarError
 from ooo_agent.observability import quiet_loading
 from ooo_agent.sidecar._wave import (
@@ -37,7 +44,7 @@ from ooo_agent.sidecar._wave import (
     WaveReport,
     required_parameters,
 )
-from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
+from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest, WaveUsage
 from ooo_agent.sidecar.batch import (
     GenerationCancelled,
     KeptPrefix,
@@ -80,6 +87,9 @@ class HFSidecar:
         num_threads: torch intra-op threads for the sidecar's generation (``None``: untouched).
         max_new_tokens: token budget per row (answers are short: an index or a JSON value).
         options: which rows a wave asks (:class:`~ooo_agent.sidecar._wave.WaveOptions`).
+        prefix_cache_bytes: memory for the prompt prefixes kept between waves
+            (:attr:`prefix_cache`; None: 512 MiB; 0: none kept, every wave runs its whole
+            prompt).
     """
 
     def __init__(
@@ -91,10 +101,17 @@ class HFSidecar:
         num_threads: int | None = 1,
         max_new_tokens: int = 32,
         options: WaveOptions | None = None,
+        prefix_cache_bytes: int | None = None,
     ) -> None:
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be at least 1, not {max_new_tokens}")
-        self.generator = SharedPrefixGenerator(model, tokenizer, num_threads=num_threads)
+        budget = DEFAULT_PREFIX_CACHE_BYTES if prefix_cache_bytes is None else prefix_cache_bytes
+        cache = PrefixCache(budget)  # raises on a bad budget
+        self.prefix_cache: PrefixCache | None = cache if budget else None
+        """The prompt prefixes kept between this sidecar's waves (None: none kept)."""
+        self.generator = SharedPrefixGenerator(
+            model, tokenizer, num_threads=num_threads, prefix_cache=self.prefix_cache
+        )
         self.template = template or template_from_tokenizer(tokenizer)
         self.max_new_tokens = max_new_tokens
         self.options = options or WaveOptions()
@@ -249,9 +266,10 @@ class HFSidecar:
         either with ``options.relevance_weight`` times the tools' lexical relevance added."""
         assert plan.choice_prompt is not None
         names = [name for name, _ in tool_signatures(plan.request.tools)]
-        scores = self._name_scores(plan.choice_prompt, names, cancel)
+        usage = assembler.box.usage
+        scores = self._name_scores(plan.choice_prompt, names, cancel, usage)
         if plan.calibration_prompt is not None:
-            prior = self._prior(plan.calibration_prompt, names, cancel)
+            prior = self._prior(plan.calibration_prompt, names, cancel, usage)
             scores = [score - p for score, p in zip(scores, prior, strict=True)]
         if self.options.relevance_weight:
             relevance = tool_relevance(
@@ -266,7 +284,11 @@ class HFSidecar:
         """What a scored or calibrated choice reads, for inspection: each offered tool's name
         score after the request's direct-call prompt, and under the content-free request (the
         prior ``calibrated`` subtracts). Not cached; the listing is ``options.tool_list``."""
-        options = WaveOptions(function_choice="calibrated", tool_list=self.options.tool_list)
+        options = WaveOptions(
+            function_choice="calibrated",
+            tool_list=self.options.tool_list,
+            layout=self.options.layout,
+        )
         plan = WavePlan.build(request, self.template, options)
         if plan.choice_prompt is None or plan.calibration_prompt is None:
             raise ValueError("a tool choice needs two or more offered tools")
@@ -275,7 +297,11 @@ class HFSidecar:
         return scored, self._name_scores(plan.calibration_prompt, names, None)
 
     def _name_scores(
-        self, prompt: str, names: list[str], cancel: threading.Event | None
+        self,
+        prompt: str,
+        names: list[str],
+        cancel: threading.Event | None,
+        usage: WaveUsage | None = None,
     ) -> list[float]:
         """Log-probability of each name's direct-call start after ``prompt``, one forward."""
         base = self.generator.encode(prompt)
@@ -288,9 +314,15 @@ class HFSidecar:
                 full = base + self.generator.encode(start)
             sequences.append(full)
             counts.append(len(full) - len(base))
-        return self.generator.score(sequences, counts, cancel=cancel)
+        return self.generator.score(sequences, counts, cancel=cancel, usage=usage)
 
-    def _prior(self, prompt: str, names: list[str], cancel: threading.Event | None) -> list[float]:
+    def _prior(
+        self,
+        prompt: str,
+        names: list[str],
+        cancel: threading.Event | None,
+        usage: WaveUsage | None = None,
+    ) -> list[float]:
         """The names' scores under the content-free request: they depend on the tool set
         alone, so each tool set's are computed once (the last :data:`PRIOR_CACHE` kept)."""
         with self._priors_lock:
@@ -298,7 +330,7 @@ class HFSidecar:
             if cached is not None:
                 self._priors.move_to_end(prompt)
                 return cached
-        prior = self._name_scores(prompt, names, cancel)
+        prior = self._name_scores(prompt, names, cancel, usage)
         with self._priors_lock:
             self._priors[prompt] = prior
             while len(self._priors) > PRIOR_CACHE:
@@ -311,9 +343,12 @@ class HFSidecar:
         def land(result: RowResult) -> None:
             assembler.answer(result.index, result.text.strip())
 
+        usage = assembler.box.usage
+        clock = _Clock(usage)
         try:
             if plan.choice_prompt is not None:
                 self._choose(plan, assembler, cancel)
+                usage.choice_s += clock.lap()
             if not plan.rows:  # every argument row left out (unnamed_nulls): the choice alone
                 return []
             prompts = [self.generator.encode(text) for text in plan.prompts]
@@ -321,6 +356,15 @@ class HFSidecar:
             if plan.choice_prompt is not None and then is not None and not first:
                 return []  # the chosen tool has no parameters: no row to ask
             bans, constraints = self._steers(plan)
+            if then is not None and plan.choice_prompt is None:  # the index row runs first
+
+                def chosen(results: list[RowResult], then: Any = then) -> list[int]:
+                    if not clock.choice_done:
+                        clock.choice_done = True
+                        usage.choice_s += clock.lap()
+                    return list(then(results))
+
+                then = chosen
             results = self.generator.generate(
                 prompts,
                 max_new_tokens=self.max_new_tokens,
@@ -330,9 +374,11 @@ class HFSidecar:
                 then=then,
                 first_token_bans=bans,
                 constraints=constraints,
+                usage=usage,
             )
             if self.options.joint_values and constraints:
                 self._joint_values(plan, assembler, constraints, cancel)
+            usage.rows_s += clock.lap()
             return results
         except GenerationCancelled:
             raise
@@ -433,6 +479,7 @@ class HFSidecar:
         # As a direct-call answer is written (json.dumps of {"name": ..., "parameters": ...}).
         call = direct_call_start(name) + 'parameters": {'
         kept = KeptPrefix()
+        usage = assembler.box.usage
         ends = self.call_end_token_ids()
         written: list[Any] = []  # the call's values so far, as written
         for n, (param, value) in enumerate(values):
@@ -453,6 +500,7 @@ class HFSidecar:
                     cancel=cancel,
                     constraints={0: constraints[row].in_call(ends)},
                     kept=kept,
+                    usage=usage,
                 )[0]
                 text = result.text.strip() + ("" if number else '"')
                 try:
@@ -466,6 +514,10 @@ class HFSidecar:
                     continue
             call += json.dumps(value, ensure_ascii=False)
             written.append(value)
+        cache = self.prefix_cache
+        whole = kept.cache is not None and kept.cache.get_seq_length() == len(kept.ids)
+        if cache is not None and kept.ids and whole:  # the call's KV, for the next wave
+            cache.insert(kept.ids, kept.cache)
 
     def _call_prompt(self, plan: WavePlan) -> str:
         """The direct-call prompt of ``plan``'s request (the one a scored tool choice read)."""
@@ -476,6 +528,7 @@ class HFSidecar:
             plan.request.tools,
             direct_call=True,
             tool_list=self.options.tool_list,
+            layout=self.options.layout,
         )[-1]
         return self.template(direct.messages)
 
@@ -508,6 +561,24 @@ class HFSidecar:
                     found.add(token_id)
             self._null_ids = sorted(found)
         return self._null_ids
+
+
+class _Clock:
+    """Laps of a wave's time with the shared prompt's prefill left out (it is counted in
+    ``usage.prefill_s`` as it runs)."""
+
+    def __init__(self, usage: WaveUsage) -> None:
+        self.usage = usage
+        self.at = time.perf_counter()
+        self.prefill_at = usage.prefill_s
+        self.choice_done = False
+
+    def lap(self) -> float:
+        """Seconds since the last lap, less the prefill run meanwhile."""
+        now, prefill = time.perf_counter(), self.usage.prefill_s
+        spent = now - self.at - (prefill - self.prefill_at)
+        self.at, self.prefill_at = now, prefill
+        return max(0.0, spent)
 
 
 def _number(value: Any) -> bool:

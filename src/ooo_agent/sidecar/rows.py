@@ -7,7 +7,9 @@ The prompts are the adapter's training format, byte for byte (see ``docs/sidecar
 * a **direct-call** row, used as a training auxiliary only.
 
 All rows share one system message and start with the same dialogue text, so a backend can
-compute that shared prefix once.
+compute that shared prefix once. The ``tools-first`` layout (:data:`PromptLayout`) puts one
+tool listing before the dialogue instead, so every request on the same tools, and every turn
+of one conversation, starts with the same text too.
 """
 
 from __future__ import annotations
@@ -23,8 +25,10 @@ from ooo_agent.sidecar.base import Hint, clean_hint_value
 
 __all__ = [
     "DESCRIPTION_CHARS",
+    "PROMPT_LAYOUTS",
     "SIDECAR_SYSTEM",
     "TOOL_LISTS",
+    "PromptLayout",
     "SemanticRow",
     "ToolList",
     "assemble_hint",
@@ -56,6 +60,16 @@ default, allowed values, description) — a small sidecar fills a slot from what
 not from its name alone."""
 
 TOOL_LISTS: tuple[ToolList, ...] = ("signatures", "described", "annotated")
+
+PromptLayout = Literal["dialogue-first", "tools-first"]
+"""Where a row's prompt puts the conversation. ``dialogue-first``: the dialogue, then the
+row's own listing (tools, or tool parameters), then its question — the published format, what
+the shipped adapters read. ``tools-first``: one listing of the tools (``[0] name(p1, p2)``),
+the dialogue, then the question — every row of a wave, every request on the same tools and
+every turn of one conversation share the prompt up to the newest turn, so a prefix cache
+serves it (docs/sidecar.md). The answers are the same in both."""
+
+PROMPT_LAYOUTS: tuple[PromptLayout, ...] = ("dialogue-first", "tools-first")
 
 DESCRIPTION_CHARS = 200
 
@@ -246,6 +260,11 @@ def direct_call_prompt(
     )
 
 
+def _tools_first(listing: str, dialogue: str, question: str) -> str:
+    """A ``tools-first`` prompt: the listing, the dialogue, the row's question."""
+    return f"Available tools:\n{listing}\n\n{dialogue}\n\n{question}"
+
+
 def direct_call_start(name: str) -> str:
     """The start of a direct-call row's answer naming ``name``, up to the next key's quote:
     ``{"name": "get_weather", "`` (answers are ``{"name": ..., "parameters": {...}}``)."""
@@ -263,14 +282,20 @@ def build_wave_rows(
     *,
     direct_call: bool = False,
     tool_list: ToolList = "signatures",
+    layout: PromptLayout = "dialogue-first",
 ) -> list[SemanticRow]:
     """The rows of one wave: the function-index row, then one row per (function, parameter)
-    (``tool_list``: how the rows show the tools, :data:`ToolList`)."""
+    (``tool_list``: how the rows show the tools, :data:`ToolList`; ``layout``: where the
+    dialogue goes, :data:`PromptLayout`)."""
     if tool_list not in TOOL_LISTS:
         raise ValueError(f"unknown tool_list {tool_list!r} ({', '.join(TOOL_LISTS)})")
+    if layout not in PROMPT_LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r} ({', '.join(PROMPT_LAYOUTS)})")
     dialogue = render_dialogue(messages)
     signatures = tool_signatures(tools)
     descriptions = tool_descriptions(tools) if tool_list == "described" else None
+    if layout == "tools-first":
+        return _tools_first_rows(tools, dialogue, signatures, descriptions, tool_list, direct_call)
     rows = [_row("function_index", function_index_prompt(dialogue, signatures, descriptions))]
     annotated = tool_list == "annotated"
     for index, (_, params) in enumerate(signatures):
@@ -283,21 +308,59 @@ def build_wave_rows(
     return rows
 
 
+def _tools_first_rows(
+    tools: Sequence[Mapping[str, Any]],
+    dialogue: str,
+    signatures: Sequence[tuple[str, list[str]]],
+    descriptions: Sequence[str] | None,
+    tool_list: ToolList,
+    direct_call: bool,
+) -> list[SemanticRow]:
+    """:func:`build_wave_rows` in the ``tools-first`` layout: the questions and answers of
+    ``dialogue-first``, after one listing and the dialogue."""
+    listing = _indexed_tools(signatures, descriptions)
+    rows = [_row("function_index", _tools_first(listing, dialogue, _WHICH_TOOL))]
+    for index, (name, params) in enumerate(signatures):
+        for param in params:
+            about = ""
+            if tool_list == "annotated":
+                note = parameter_note(tools[index], param)
+                about = f"Parameter '{param}' of tool [{index}] {name}: {note}\n\n"
+            question = about + _VALUE_QUESTION.format(param=param, index=index, name=name)
+            rows.append(
+                _row("argument_value", _tools_first(listing, dialogue, question), index, param)
+            )
+    if direct_call:
+        rows.append(_row("direct_call", _tools_first(listing, dialogue, _WHOLE_CALL)))
+    return rows
+
+
+_WHICH_TOOL = "Which tool should be called? Respond with only the index number."
+_VALUE_QUESTION = (
+    "What is the value for parameter '{param}' of tool [{index}] {name}? "
+    "Respond with a compact JSON value, or the literal string null if not applicable."
+)
+_WHOLE_CALL = "What is the complete tool call? Respond with a JSON object."
+
+
 def label_rows(
     messages: Sequence[Mapping[str, Any]],
     tools: Sequence[Mapping[str, Any]],
     call: tuple[str, Mapping[str, Any]],
     *,
     tool_list: ToolList = "signatures",
+    layout: PromptLayout = "dialogue-first",
 ) -> list[tuple[SemanticRow, str]]:
-    """Training pairs ``(row, answer)`` for a request whose correct call is ``call``."""
+    """Training pairs ``(row, answer)`` for a request whose correct call is ``call``
+    (``layout``: :data:`PromptLayout`; the answers do not depend on it)."""
     name, arguments = call
     signatures = tool_signatures(tools)
     selected = next((i for i, (n, _) in enumerate(signatures) if n == name), None)
     if selected is None:
         return []
     labelled: list[tuple[SemanticRow, str]] = []
-    for row in build_wave_rows(messages, tools, direct_call=True, tool_list=tool_list):
+    rows = build_wave_rows(messages, tools, direct_call=True, tool_list=tool_list, layout=layout)
+    for row in rows:
         if row.kind == "function_index":
             answer = str(selected)
         elif row.kind == "argument_value":

@@ -39,7 +39,14 @@ from rich.table import Table
 from ooo_agent.errors import DatasetError, ModelNotAvailableError, SidecarError
 from ooo_agent.sidecar._wave import FunctionChoice, WaveOptions, WaveReport
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
-from ooo_agent.sidecar.rows import TOOL_LISTS, SemanticRow, ToolList, build_wave_rows
+from ooo_agent.sidecar.rows import (
+    PROMPT_LAYOUTS,
+    TOOL_LISTS,
+    PromptLayout,
+    SemanticRow,
+    ToolList,
+    build_wave_rows,
+)
 from ooo_agent.train._sidecar_labels import (
     Call,
     LabelledRequest,
@@ -111,8 +118,13 @@ def predict(
         if direct is not None:
             options = getattr(sidecar, "options", None)
             tool_list: ToolList = getattr(options, "tool_list", "signatures")
+            layout: PromptLayout = getattr(options, "layout", "dialogue-first")
             row = build_wave_rows(
-                request.messages, request.tools, direct_call=True, tool_list=tool_list
+                request.messages,
+                request.tools,
+                direct_call=True,
+                tool_list=tool_list,
+                layout=layout,
             )[-1]
             answer = direct(row)
     except SidecarError:
@@ -277,6 +289,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "signatures, described or annotated); auto (default): the preset's own, else "
         "signatures",
     )
+    parser.add_argument(
+        "--layout",
+        choices=("auto", *PROMPT_LAYOUTS),
+        default="auto",
+        help="where the rows' prompts put the dialogue, as the adapter was trained "
+        "(WaveOptions.layout: dialogue-first or tools-first); auto (default): the preset's "
+        "own, else dialogue-first",
+    )
     steers = {
         "--required-values": "a required parameter's row may not answer null "
         "(WaveOptions.required_values)",
@@ -416,6 +436,8 @@ def wave_fields(args: argparse.Namespace) -> SidecarDefaults:
         fields["relevance_weight"] = 0.0  # the function-index row gives no scores to add it to
     if args.tool_list != "auto":
         fields["tool_list"] = cast(ToolList, args.tool_list)
+    if getattr(args, "layout", "auto") != "auto":
+        fields["layout"] = cast(PromptLayout, args.layout)
     if args.required_values != "auto":
         fields["required_values"] = args.required_values == "on"
     if args.mentioned_values != "auto":

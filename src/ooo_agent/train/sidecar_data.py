@@ -53,7 +53,7 @@ from typing import Any
 from ooo_agent.decoding.flags import add_constraint_options, constraint_options
 from ooo_agent.errors import OooAgentError
 from ooo_agent.sidecar.prompts import PromptTemplate, template_from_tokenizer
-from ooo_agent.sidecar.rows import TOOL_LISTS, ToolList, label_rows
+from ooo_agent.sidecar.rows import PROMPT_LAYOUTS, TOOL_LISTS, PromptLayout, ToolList, label_rows
 from ooo_agent.train._sidecar_labels import (
     LabelledRequest,
     LabellingTarget,
@@ -112,6 +112,7 @@ def sidecar_rows(
     index_permutations: int = 0,
     tool_list: ToolList = "signatures",
     permuted_direct: bool = False,
+    layout: PromptLayout = "dialogue-first",
 ) -> list[dict[str, str]]:
     """``{"prompt", "completion"}`` rows for the trainer from labelled requests.
 
@@ -131,7 +132,9 @@ def sidecar_rows(
     learns the position (``0`` is the most frequent answer) rather than the tool.
 
     ``tool_list``: how the function-index and direct-call rows list the tools
-    (:data:`ooo_agent.sidecar.rows.ToolList`); the sidecar must be asked the same way.
+    (:data:`ooo_agent.sidecar.rows.ToolList`); ``layout``: where the prompts put the
+    dialogue (:data:`ooo_agent.sidecar.rows.PromptLayout`); the sidecar must be asked the
+    same way.
 
     ``permuted_direct``: each reordered listing also gives a direct-call row (kind
     ``direct_call_permuted``, the same answer): the row whose start a scored tool choice
@@ -152,6 +155,7 @@ def sidecar_rows(
             index_permutations=index_permutations,
             tool_list=tool_list,
             permuted_direct=permuted_direct,
+            layout=layout,
         )
     ]
 
@@ -170,6 +174,7 @@ def _kinded_rows(
     index_permutations: int = 0,
     tool_list: ToolList = "signatures",
     permuted_direct: bool = False,
+    layout: PromptLayout = "dialogue-first",
 ) -> list[tuple[str, dict[str, str]]]:
     """:func:`sidecar_rows`, each row with its kind (``function_index_permuted`` for the
     reordered copies)."""
@@ -188,7 +193,7 @@ def _kinded_rows(
         if selected is not None and len(names) > 1:
             for tools in _tool_orders(item.request.tools, index_permutations, orders_rng):
                 for row, answer in label_rows(
-                    item.request.messages, tools, item.call, tool_list=tool_list
+                    item.request.messages, tools, item.call, tool_list=tool_list, layout=layout
                 ):
                     if row.kind == "function_index" or (
                         row.kind == "direct_call" and permuted_direct
@@ -205,7 +210,11 @@ def _kinded_rows(
                             )
                         )
         for row, answer in label_rows(
-            item.request.messages, item.request.tools, item.call, tool_list=tool_list
+            item.request.messages,
+            item.request.tools,
+            item.call,
+            tool_list=tool_list,
+            layout=layout,
         ):
             if row.kind == "direct_call" and not direct_call:
                 continue
@@ -337,6 +346,7 @@ def build_sidecar_data(
     tool_list: ToolList = "signatures",
     permuted_direct: bool = False,
     choice_only: bool = False,
+    layout: PromptLayout = "dialogue-first",
 ) -> dict[str, Any]:
     """Write the sidecar's rows and labelled requests to ``out_dir``; returns the stats.
 
@@ -388,6 +398,7 @@ def build_sidecar_data(
             index_permutations=index_permutations,
             tool_list=tool_list,
             permuted_direct=permuted_direct,
+            layout=layout,
         )
         if keep is not None:
             kinded = [(kind, row) for kind, row in kinded if kind in keep]
@@ -430,6 +441,7 @@ def build_sidecar_data(
             seed=seed,
             tool_list=tool_list,
             permuted_direct=permuted_direct,
+            layout=layout,
         )
         if keep is None or kind in keep
     ]
@@ -461,6 +473,7 @@ def build_sidecar_data(
         "index_rows_first": index_rows_first,
         "index_only": index_only,
         "tool_list": tool_list,
+        "layout": layout,
         "permuted_direct": permuted_direct,
         "choice_only": choice_only,
         "train_tokens": total_tokens,
@@ -598,6 +611,15 @@ def build_parser() -> argparse.ArgumentParser:
         "annotated (each argument row states its parameter's schema); the sidecar is then "
         "asked the same way (default: %(default)s)",
     )
+    parser.add_argument(
+        "--layout",
+        choices=PROMPT_LAYOUTS,
+        default="dialogue-first",
+        help="where the rows' prompts put the dialogue: dialogue-first (the published format) "
+        "or tools-first (one tool listing, then the dialogue, then the question: what a "
+        "prefix cache serves across requests and turns); the same labels either way, and the "
+        "sidecar is then asked the same way (WaveOptions.layout; default: %(default)s)",
+    )
     parser.add_argument("--lenient", action="store_true", help="accept calls needing type fixes")
     parser.add_argument(
         "--no-decontaminate", action="store_true", help="skip the BFCL evaluation-name filter"
@@ -660,6 +682,7 @@ def _run(args: argparse.Namespace) -> int:
         tool_list=args.tool_list,
         permuted_direct=args.permuted_direct,
         choice_only=args.choice_only,
+        layout=args.layout,
     )
     stats["target_format"] = args.format
     stats["target_decoding"] = constraint_options(args)
