@@ -3,10 +3,11 @@
 For every request of a label file that offers two or more tools and has a labelled target
 call naming one of them (``python -m ooo_agent.train.eval_target ... --labels-out X.jsonl``, or
 a ``sidecar_data`` run's ``labels.jsonl``), the sidecar scores each tool name once after the
-direct-call prompt and once under the content-free request; every choice rule is then applied
-to the same scores:
+direct-call prompt and once under a content-free request (a user turn ``N/A``, the same
+tools); every choice rule is then applied to the same scores:
 
-- ``scored`` and ``calibrated`` (``WaveOptions.function_choice``),
+- ``scored`` (``WaveOptions.function_choice``) and ``calibrated``: each name's score less its
+  content-free one, contextual calibration (Zhao et al., 2021; not a wave option),
 - ``relevance``: the request's words alone (``ooo_agent.sidecar.relevance``, no model),
 - ``scored + W·relevance`` and ``calibrated + W·relevance`` for each ``--weights`` value
   (``WaveOptions.relevance_weight``),
@@ -45,6 +46,10 @@ from pathlib import Path
 from typing import Any
 
 from ooo_agent.sidecar.relevance import PARAMETER_WEIGHT, tool_relevance, with_relevance
+
+CONTENT_FREE = [{"role": "user", "content": "N/A"}]
+"""The request under which a name's score is the sidecar's prior for it (its position,
+length and words): what ``calibrated`` subtracts."""
 
 
 @dataclass
@@ -167,7 +172,8 @@ def score_requests(
     two_orders: bool = False,
     parameter_weight: float = PARAMETER_WEIGHT,
 ) -> list[Scored]:
-    """Each request's name scores (``HFSidecar.tool_choice_scores``) and relevance (its
+    """Each request's name scores (``HFSidecar.tool_choice_scores``), the same under the
+    content-free request (:data:`CONTENT_FREE`) and relevance (its
     parameters' words weighted ``parameter_weight``); with ``two_orders``, also the names'
     scores with the tools listed in the reverse order."""
     from ooo_agent.sidecar.base import SidecarRequest
@@ -175,10 +181,11 @@ def score_requests(
     records = []
     for request in requests:
         messages, tools = request["messages"], request["tools"]
-        scored, prior = sidecar.tool_choice_scores(SidecarRequest(messages, tools))
+        scored = sidecar.tool_choice_scores(SidecarRequest(messages, tools))
+        prior = sidecar.tool_choice_scores(SidecarRequest(CONTENT_FREE, tools))
         backwards = None
         if two_orders:
-            reverse_scored, _ = sidecar.tool_choice_scores(SidecarRequest(messages, tools[::-1]))
+            reverse_scored = sidecar.tool_choice_scores(SidecarRequest(messages, tools[::-1]))
             backwards = reverse_scored[::-1]
         calls = request.get("calls") or []
         records.append(

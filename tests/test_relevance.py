@@ -148,7 +148,7 @@ def test_eval_sidecar_flags_resolve_the_weight_against_the_choice() -> None:
 
     assert fields("smollm2-135m-sidecar")["relevance_weight"] == 2.0  # the preset's own
     assert fields("smollm2-135m-sidecar", weight=0.0)["relevance_weight"] == 0.0
-    assert fields("smollm2-135m-sidecar", "calibrated")["relevance_weight"] == 2.0
+    assert fields("smollm2-135m-sidecar", "scored")["relevance_weight"] == 2.0
     # The function-index row gives no scores: asking for it drops the preset's weight.
     assert fields("smollm2-135m-sidecar", "index")["relevance_weight"] == 0.0
     assert fields("some/folder", "scored")["relevance_weight"] == 0.0

@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
@@ -789,47 +789,6 @@ def test_scored_choice_names_the_likeliest_tool_and_asks_only_its_rows(
     assert sorted(report.arrivals[1:]) == sorted(f"{chosen}.{p}" for p in params)
 
 
-def test_calibrated_choice_takes_out_each_names_content_free_prior(tokenizer: Any) -> None:
-    from ooo_agent.sidecar._wave import CONTENT_FREE_MESSAGES
-
-    request = SidecarRequest(MESSAGES, TOOLS)
-    differs = 0
-    for seed in range(6):
-        model = make_model("qwen3", len(tokenizer), seed=seed)
-        sidecar = HFSidecar(model, tokenizer, options=WaveOptions(function_choice="calibrated"))
-        plan = WavePlan.build(request, sidecar.template, sidecar.options)
-        assert "function" not in [row.key for row in plan.rows]
-        assert plan.calibration_prompt is not None and "N/A" in plan.calibration_prompt
-        scored = _direct_call_scores(sidecar, model, MESSAGES)
-        prior = _direct_call_scores(sidecar, model, list(CONTENT_FREE_MESSAGES))
-        calibrated = [s - p for s, p in zip(scored, prior, strict=True)]
-        assert abs(calibrated[0] - calibrated[1]) > 1e-3, "a near-tie would test noise"
-        chosen = max(range(2), key=calibrated.__getitem__)
-        differs += chosen != max(range(2), key=scored.__getitem__)
-
-        calls: list[int] = []
-        score = sidecar.generator.score
-
-        def counting(
-            *args: Any, _score: Any = score, _calls: list[int] = calls, **kwargs: Any
-        ) -> list[float]:
-            _calls.append(len(args[0]))
-            return cast(list[float], _score(*args, **kwargs))
-
-        sidecar.generator.score = counting  # type: ignore[method-assign]
-        report = anyio.run(sidecar.run_wave, request, HintBox())
-        assert report.answers["function"] == str(chosen)
-        assert report.hint.function == TOOLS[chosen]["function"]["name"]
-        assert calls == [2, 2]  # the request's names, then the tool set's prior
-        # The prior depends on the tools alone: another request with them reuses it.
-        other = [{"role": "user", "content": "And what time is it in Lima?"}]
-        anyio.run(sidecar.run_wave, SidecarRequest(other, TOOLS), HintBox())
-        assert calls == [2, 2, 2]
-    assert differs, "no seed where the prior changes the choice: the test shows nothing"
-    lone = WavePlan.build(SidecarRequest(MESSAGES, TOOLS[:1]), sidecar.template, sidecar.options)
-    assert lone.choice_prompt is None and lone.calibration_prompt is None  # nothing to choose
-
-
 def test_relevance_weight_adds_the_requests_words_to_the_scored_choice(tokenizer: Any) -> None:
     from ooo_agent.sidecar.relevance import tool_relevance, with_relevance
 
@@ -1032,9 +991,8 @@ def test_scored_choice_follows_the_target_and_is_refused_over_http(tokenizer: An
     assert single.hint.function == "get_weather"  # one tool: nothing to score
     with pytest.raises(ValueError, match="function_choice"):
         WaveOptions(function_choice="guess")  # type: ignore[arg-type]
-    for choice in ("scored", "calibrated"):
-        with pytest.raises(ValueError, match="log-probabilities"):
-            OpenAISidecar("http://127.0.0.1:9", options=WaveOptions(function_choice=choice))
+    with pytest.raises(ValueError, match="log-probabilities"):
+        OpenAISidecar("http://127.0.0.1:9", options=WaveOptions(function_choice="scored"))
 
 
 @pytest.mark.slow
@@ -1056,11 +1014,6 @@ def test_the_embedded_sidecar_scores_tool_names_by_default() -> None:
     assert report.hint.function == "get_time", report.answers
     explicit = HFSidecar(sidecar.model, sidecar.tokenizer, options=WaveOptions())
     assert explicit.options.function_choice == "index"
-    calibrated = HFSidecar(
-        sidecar.model, sidecar.tokenizer, options=WaveOptions(function_choice="calibrated")
-    )
-    report = calibrated.run_wave_sync(SidecarRequest(messages, TOOLS), HintBox())
-    assert report.hint.function == "get_time", report.answers
 
 
 def test_typed_rows_follow_a_target_that_holds_values_to_conventions(tokenizer: Any) -> None:

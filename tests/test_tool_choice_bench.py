@@ -151,7 +151,7 @@ def test_labels_keep_choices_with_a_target_call_and_drop_trained_requests(tmp_pa
     assert records[0].scored != records[0].prior  # the request changes what the model reads
     assert records[0].reversed is None
     both = module.score_requests(sidecar, module.labelled(labels, set(), 1), two_orders=True)
-    backwards, _ = sidecar.tool_choice_scores(SidecarRequest(asked, TOOLS[::-1]))
+    backwards = sidecar.tool_choice_scores(SidecarRequest(asked, TOOLS[::-1]))
     assert both[0].scored == records[0].scored
     assert both[0].reversed == backwards[::-1]  # back in the listing's own order
     with pytest.raises(ValueError, match="two or more"):

@@ -230,7 +230,7 @@ def open_sidecar(
     ``schedule`` is the in-process sidecar's row schedule (``WaveOptions.schedule``); a
     sidecar behind HTTP always gets every row in one request. ``follow_target`` is
     ``WaveOptions``' (every model-backed sidecar); ``function_choice``
-    too (``scored`` / ``calibrated`` only in this process: they need the model's
+    too (``scored`` only in this process: they need the model's
     log-probabilities; ``auto``: a preset's own choice in this process, else ``index``),
     ``relevance_weight`` (``None``: a preset's own with its own choice, else 0),
     ``relevance_parameter_weight`` (``None``: ``WaveOptions``' default) and

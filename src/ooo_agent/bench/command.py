@@ -164,12 +164,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add(
         "--sidecar-function-choice",
-        choices=("auto", "index", "scored", "calibrated"),
+        choices=("auto", "index", "scored"),
         default="auto",
         help="how a local sidecar picks the tool: index answers the function-index row; "
         "scored picks the tool name it finds likeliest to start a direct call, one batched "
-        "forward; calibrated does the same less each name's score for a content-free request "
-        "(both in this process only); auto (default): the preset's own choice (scored for "
+        "forward (in this process only); auto (default): the preset's own choice (scored for "
         "the embedded sidecar), else index",
     )
     add(
@@ -177,7 +176,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         metavar="W",
-        help="with a scored or calibrated choice, how much the request's own words count: "
+        help="with a scored choice, how much the request's own words count: "
         "W times the log-softmax of each tool's lexical relevance is added to the sidecar's "
         "(WaveOptions.relevance_weight); 0 turns it off; default: the preset's own (2 for the "
         "embedded sidecar), else 0",
@@ -309,7 +308,7 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
 
     if args.n < 1 or args.warmup < 0 or args.skip < 0:
         raise CliError("--n must be >= 1, --warmup and --skip >= 0")
-    if args.sidecar_function_choice in ("scored", "calibrated") and args.sidecar_process:
+    if args.sidecar_function_choice == "scored" and args.sidecar_process:
         raise CliError(
             f"--sidecar-function-choice {args.sidecar_function_choice} needs the sidecar in "
             "this process (it scores names with the model's log-probabilities); drop "
@@ -326,7 +325,7 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
         )
     if weight and (args.sidecar_process or remote or args.sidecar_function_choice == "index"):
         raise CliError(
-            "--sidecar-relevance-weight is added to a scored or calibrated tool choice: it "
+            "--sidecar-relevance-weight is added to a scored tool choice: it "
             "needs the sidecar model in this process (not --sidecar-process, not an HTTP "
             "sidecar) and not --sidecar-function-choice index"
         )

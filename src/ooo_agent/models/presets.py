@@ -177,9 +177,7 @@ PRESETS: dict[str, Preset] = {
             ),
             description="embedded sidecar: SmolLM2-135M-Instruct answering OoO-Spec semantic rows",
             # Each option below is explained, with what it bought, in docs/sidecar.md.
-            # It names tools far better than it picks their index. "calibrated" picks the
-            # target's tool more often still, but its second scoring pass costs as many
-            # target forwards as it saves on a CPU.
+            # It names tools far better than it picks their index.
             function_choice="scored",
             # The request's own words as a prior on that choice: the target's tool on 94.2 %
             # of BFCL `multiple` requests instead of 74.7 %, at no model cost.

@@ -33,7 +33,6 @@ from ooo_agent.sidecar.slots import SlotCheck, slot_checker
 from ooo_agent.sidecar.words import case_kept, in_request_case
 
 __all__ = [
-    "CONTENT_FREE_MESSAGES",
     "FUNCTION_CHOICES",
     "FunctionChoice",
     "WaveAssembler",
@@ -42,16 +41,10 @@ __all__ = [
     "WaveReport",
 ]
 
-FunctionChoice = Literal["index", "scored", "calibrated"]
+FunctionChoice = Literal["index", "scored"]
 """How a sidecar picks the tool when several are offered (:attr:`WaveOptions.function_choice`)."""
 
-FUNCTION_CHOICES: tuple[FunctionChoice, ...] = ("index", "scored", "calibrated")
-
-CONTENT_FREE_MESSAGES: tuple[Mapping[str, Any], ...] = ({"role": "user", "content": "N/A"},)
-"""The conversation ``function_choice="calibrated"`` scores the tool names under: a request
-that asks for nothing, so what each name scores there is the sidecar's prior for it (its
-position, its length, how common its words are) — the content-free input of contextual
-calibration (Zhao et al., 2021, "Calibrate Before Use")."""
+FUNCTION_CHOICES: tuple[FunctionChoice, ...] = ("index", "scored")
 
 
 @dataclass
@@ -85,11 +78,9 @@ class WaveOptions:
             slots, whatever the function-index row said (the target never waits for it).
         function_choice: how the tool is picked when several are offered. ``index``: the
             function-index row's greedy answer. ``scored``: the likeliest tool name as the
-            start of a direct-call answer, all names scored in one batched forward.
-            ``calibrated``: as ``scored``, less each name's score under a content-free request
-            (:data:`CONTENT_FREE_MESSAGES`), computed once per tool set. ``scored`` and
-            ``calibrated`` need log-probabilities: in-process sidecars only.
-        relevance_weight: with ``scored`` or ``calibrated``, the weight of the request's own
+            start of a direct-call answer, all names scored in one batched forward; it needs
+            log-probabilities: in-process sidecars only.
+        relevance_weight: with ``scored``, the weight of the request's own
             words (:func:`~ooo_agent.sidecar.relevance.tool_relevance`) added to the name
             scores' log-softmax. 0: the sidecar's scores alone.
         relevance_parameter_weight: in that relevance, the weight of the words of the tool's
@@ -157,8 +148,8 @@ class WaveOptions:
             )
         if self.relevance_weight and self.function_choice == "index":
             raise ValueError(
-                "relevance_weight needs function_choice 'scored' or 'calibrated' (the "
-                "function-index row gives no scores to add it to)"
+                "relevance_weight needs function_choice 'scored' (the function-index row "
+                "gives no scores to add it to)"
             )
         if self.joint_values and not self.typed_values:
             raise ValueError(
@@ -181,11 +172,8 @@ class WavePlan:
     known_function: int | None = None
     """Tool index known without asking (a single offered tool), else None."""
     choice_prompt: str | None = None
-    """``function_choice="scored"`` or ``"calibrated"``: the direct-call prompt whose answer's
+    """``function_choice="scored"``: the direct-call prompt whose answer's
     start is scored for each tool name (the plan then has no function-index row)."""
-    calibration_prompt: str | None = None
-    """``function_choice="calibrated"``: the same direct-call prompt for the content-free
-    request (:data:`CONTENT_FREE_MESSAGES`); each name's score there is subtracted."""
     implied: dict[str, str] = field(default_factory=dict)
     """Answers known without asking, by row key: ``null`` for each optional parameter the
     request does not name (``WaveOptions.unnamed_nulls``); their rows are not in ``rows``."""
@@ -204,7 +192,7 @@ class WavePlan:
     def build(
         cls, request: SidecarRequest, template: PromptTemplate, options: WaveOptions
     ) -> WavePlan:
-        scored = options.function_choice in ("scored", "calibrated")
+        scored = options.function_choice == "scored"
         rows = build_wave_rows(
             request.messages,
             request.tools,
@@ -217,19 +205,10 @@ class WavePlan:
         if len(request.tools) == 1:
             known = 0
             rows = [r for r in rows if r.kind != "function_index"]
-        choice = calibration = None
+        choice = None
         if known is None and direct is not None:
             rows = [r for r in rows if r.kind != "function_index"]
             choice = template(direct.messages)
-            if options.function_choice == "calibrated":
-                free = build_wave_rows(
-                    CONTENT_FREE_MESSAGES,
-                    request.tools,
-                    direct_call=True,
-                    tool_list=options.tool_list,
-                    layout=options.layout,
-                )[-1]
-                calibration = template(free.messages)
         named: dict[str, tuple[str, ...]] = {}
         if options.mentioned_values or options.unnamed_nulls:
             from ooo_agent.decoding.mentions import mentioned_parameters
@@ -241,7 +220,7 @@ class WavePlan:
         prompts = [template(r.messages) for r in rows]
         cased, request_text = _cased_rows(request, rows) if options.request_case else ({}, "")
         return cls(
-            request, rows, prompts, known, choice, calibration, implied, named, cased, request_text
+            request, rows, prompts, known, choice, implied, named, cased, request_text
         )
 
 
@@ -345,7 +324,7 @@ class WaveAssembler:
         return self.plan.request.tools
 
     def choose(self, index: int) -> None:
-        """The tool chosen without a function-index row (``scored`` / ``calibrated`` choice)."""
+        """The tool chosen without a function-index row (``scored`` choice)."""
         if not 0 <= index < len(self._tools):
             raise ValueError(f"tool index {index} outside 0..{len(self._tools) - 1}")
         with self._lock:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -64,7 +63,7 @@ from ooo_agent.sidecar.slots import parameter_schemas
 from ooo_agent.sidecar.values import ValueConstraint, comma_free_place, copies_words
 from ooo_agent.sidecar.words import described_date_form, names_a_date
 
-__all__ = ["ADAPTER_SUBFOLDERS", "PRIOR_CACHE", "HFSidecar"]
+__all__ = ["ADAPTER_SUBFOLDERS", "HFSidecar"]
 
 ADAPTER_SUBFOLDERS: dict[str, str] = {
     "ArisrrrX/OoO-Spec-sidecar-lora": "sidecar-lora-spaced",
@@ -73,8 +72,6 @@ ADAPTER_SUBFOLDERS: dict[str, str] = {
 
 _SUBFOLDER_CANDIDATES = ("sidecar-lora-spaced", "sidecar-lora")
 
-PRIOR_CACHE = 256
-"""Tool sets whose content-free name scores (``function_choice="calibrated"``) are kept."""
 
 
 class HFSidecar:
@@ -115,8 +112,6 @@ class HFSidecar:
         self.template = template or template_from_tokenizer(tokenizer)
         self.max_new_tokens = max_new_tokens
         self.options = options or WaveOptions()
-        self._priors: OrderedDict[str, list[float]] = OrderedDict()
-        self._priors_lock = threading.Lock()
         self._null_ids: list[int] | None = None
         self._end_ids: list[int] | None = None
         if self.options.required_values:
@@ -261,16 +256,12 @@ class HFSidecar:
     def _choose(
         self, plan: WavePlan, assembler: WaveAssembler, cancel: threading.Event | None
     ) -> None:
-        """``function_choice="scored"``: the tool whose name starts the likeliest direct call;
-        ``"calibrated"``: the likeliest after each name's content-free prior is subtracted;
-        either with ``options.relevance_weight`` times the tools' lexical relevance added."""
+        """``function_choice="scored"``: the tool whose name starts the likeliest direct call,
+        with ``options.relevance_weight`` times the tools' lexical relevance added."""
         assert plan.choice_prompt is not None
         names = [name for name, _ in tool_signatures(plan.request.tools)]
         usage = assembler.box.usage
         scores = self._name_scores(plan.choice_prompt, names, cancel, usage)
-        if plan.calibration_prompt is not None:
-            prior = self._prior(plan.calibration_prompt, names, cancel, usage)
-            scores = [score - p for score, p in zip(scores, prior, strict=True)]
         if self.options.relevance_weight:
             relevance = tool_relevance(
                 plan.request.messages,
@@ -280,21 +271,19 @@ class HFSidecar:
             scores = with_relevance(scores, relevance, self.options.relevance_weight)
         assembler.choose(max(range(len(scores)), key=scores.__getitem__))
 
-    def tool_choice_scores(self, request: SidecarRequest) -> tuple[list[float], list[float]]:
-        """What a scored or calibrated choice reads, for inspection: each offered tool's name
-        score after the request's direct-call prompt, and under the content-free request (the
-        prior ``calibrated`` subtracts). Not cached; the listing is ``options.tool_list``."""
+    def tool_choice_scores(self, request: SidecarRequest) -> list[float]:
+        """What a scored choice reads, for inspection: each offered tool's name score after
+        the request's direct-call prompt. The listing is ``options.tool_list``."""
         options = WaveOptions(
-            function_choice="calibrated",
+            function_choice="scored",
             tool_list=self.options.tool_list,
             layout=self.options.layout,
         )
         plan = WavePlan.build(request, self.template, options)
-        if plan.choice_prompt is None or plan.calibration_prompt is None:
+        if plan.choice_prompt is None:
             raise ValueError("a tool choice needs two or more offered tools")
         names = [name for name, _ in tool_signatures(request.tools)]
-        scored = self._name_scores(plan.choice_prompt, names, None)
-        return scored, self._name_scores(plan.calibration_prompt, names, None)
+        return self._name_scores(plan.choice_prompt, names, None)
 
     def _name_scores(
         self,
@@ -315,27 +304,6 @@ class HFSidecar:
             sequences.append(full)
             counts.append(len(full) - len(base))
         return self.generator.score(sequences, counts, cancel=cancel, usage=usage)
-
-    def _prior(
-        self,
-        prompt: str,
-        names: list[str],
-        cancel: threading.Event | None,
-        usage: WaveUsage | None = None,
-    ) -> list[float]:
-        """The names' scores under the content-free request: they depend on the tool set
-        alone, so each tool set's are computed once (the last :data:`PRIOR_CACHE` kept)."""
-        with self._priors_lock:
-            cached = self._priors.get(prompt)
-            if cached is not None:
-                self._priors.move_to_end(prompt)
-                return cached
-        prior = self._name_scores(prompt, names, cancel, usage)
-        with self._priors_lock:
-            self._priors[prompt] = prior
-            while len(self._priors) > PRIOR_CACHE:
-                self._priors.popitem(last=False)
-        return prior
 
     def _generate(
         self, plan: WavePlan, assembler: WaveAssembler, cancel: threading.Event | None
@@ -626,7 +594,7 @@ def _function_first(
 def _chosen_first(
     plan: WavePlan, assembler: WaveAssembler
 ) -> tuple[list[int], Callable[[list[RowResult]], list[int]]]:
-    """The argument rows of the tool already chosen (``scored`` / ``calibrated``) first;
+    """The argument rows of the tool already chosen (``scored``) first;
     then, when the target has written another tool by then, that tool's rows."""
     asked = {assembler.function}
 

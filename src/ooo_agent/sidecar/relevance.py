@@ -7,8 +7,8 @@ each word is among the offered tools (a word every tool has tells nothing), a na
 counting twice, a description's once and a word of its parameters' names and descriptions half
 (a word in several of these counts for each). No weight is fitted to an evaluation set.
 
-:func:`tool_relevance` is what ``WaveOptions(relevance_weight=...)`` adds to a scored or
-calibrated choice (docs/sidecar.md).
+:func:`tool_relevance` is what ``WaveOptions(relevance_weight=...)`` adds to a scored choice
+(docs/sidecar.md).
 """
 
 from __future__ import annotations

@@ -255,11 +255,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--function-choice",
-        choices=("auto", "index", "scored", "calibrated"),
+        choices=("auto", "index", "scored"),
         default="auto",
         help="index: the function-index row's answer; scored: the tool name the sidecar finds "
-        "likeliest to start a direct call; calibrated: the same less each name's score for a "
-        "content-free request (WaveOptions.function_choice); auto (default): the preset's own "
+        "likeliest to start a direct call (WaveOptions.function_choice); auto (default): the preset's own "
         "choice (scored for the embedded sidecar), else index",
     )
     parser.add_argument(
@@ -267,7 +266,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         metavar="W",
-        help="with a scored or calibrated choice, W times the log-softmax of each tool's "
+        help="with a scored choice, W times the log-softmax of each tool's "
         "lexical relevance to the request is added to the sidecar's name scores "
         "(WaveOptions.relevance_weight); 0: the sidecar's scores alone; default: the preset's "
         "own (2 for the embedded sidecar) with its own choice, else 0",
