@@ -11,9 +11,9 @@ import anyio
 import pytest
 
 from ooo_agent.calls import ToolCall
-from ooo_agent.context import ToolContext
-from ooo_agent.dispatch import dispatch
 from ooo_agent.tools import Tool, Toolset, tool
+from ooo_agent.tools.context import ToolContext
+from ooo_agent.tools.dispatch import dispatch
 
 pytestmark = pytest.mark.anyio
 

@@ -8,10 +8,10 @@ import pytest
 
 from ooo_agent.caller import FastToolCaller
 from ooo_agent.calls import ToolCall
-from ooo_agent.dispatch import dispatch
 from ooo_agent.formats import HermesFormat
 from ooo_agent.targets.replay import ReplayTarget
 from ooo_agent.tools import tool
+from ooo_agent.tools.dispatch import dispatch
 
 pytestmark = pytest.mark.anyio
 

@@ -10,10 +10,10 @@ from typing import Any
 from ooo_agent.bench.datasets import load_multi_turn, multi_turn_function_names
 from ooo_agent.formats.hermes import HermesDescriptionFirstFormat
 from ooo_agent.tools import Toolset
+from ooo_agent.tools.validation import validate_calls
 from ooo_agent.train.data import END_OF_TURN, build_target_data, target_row
 from ooo_agent.train.examples import TrainRequest
 from ooo_agent.train.generated_agent import AGENT_KINDS, describe, generate_agent_requests
-from ooo_agent.validate import validate_calls
 from test_train_data import FakeTokenizer
 
 

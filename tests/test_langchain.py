@@ -251,14 +251,6 @@ def test_langgraph_agent_with_embedded_model() -> None:
     assert tool_messages, "the embedded model made no tool call"
 
 
-def test_toolset_from_langchain_classmethod_hook() -> None:
-    from ooo_agent import Toolset
-
-    toolset = Toolset.from_langchain([add, multiply])
-    assert toolset.names == ("add", "multiply")
-    assert asyncio.run(toolset["multiply"].invoke({"a": 6, "b": 7})) == 42
-
-
 # --------------------------------------------------------------- issue 53: as users expect
 
 

@@ -10,10 +10,10 @@ import pytest
 
 from ooo_agent import FastToolCaller, Hint, HintBox, SidecarRequest, tool
 from ooo_agent.calls import SpeculationStats
-from ooo_agent.speculation import Speculator
 from ooo_agent.targets.base import Generation, TargetRequest
 from ooo_agent.targets.replay import ReplayTarget
 from ooo_agent.tools import Toolset
+from ooo_agent.tools.speculation import Speculator
 
 GUARD = 10.0
 """Seconds a test target waits for a cancellation that should come at once (a hang guard)."""

@@ -12,10 +12,10 @@ import pytest
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field
 
-from ooo_agent._docstrings import parse_docstring
-from ooo_agent.context import ToolContext
 from ooo_agent.errors import ToolDefinitionError
 from ooo_agent.tools import Tool, tool
+from ooo_agent.tools.context import ToolContext
+from ooo_agent.tools.docstrings import parse_docstring
 
 DATA = Path(__file__).parent / "data"
 

@@ -8,9 +8,9 @@ import anyio
 import pytest
 from pydantic import BaseModel, ValidationError
 
-from ooo_agent.context import ToolContext
 from ooo_agent.errors import ToolDefinitionError, ToolsetError
 from ooo_agent.tools import Tool, Toolset, tool
+from ooo_agent.tools.context import ToolContext
 
 
 class Counter:

@@ -11,7 +11,7 @@ from pydantic import BaseModel, field_validator
 
 from ooo_agent.calls import CallError, CallErrorKind, RawCall, ToolCall
 from ooo_agent.tools import Tool, Toolset, tool
-from ooo_agent.validate import canonical_arguments, validate_call, validate_calls
+from ooo_agent.tools.validation import canonical_arguments, validate_call, validate_calls
 
 
 class Size(str, Enum):

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ooo_agent.calls import CallError, CallErrorKind, ToolCall
 from ooo_agent.tools import Tool, tool
-from ooo_agent.validate import validate_call
+from ooo_agent.tools.validation import validate_call
 
 
 @tool

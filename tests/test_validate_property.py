@@ -18,9 +18,9 @@ from jsonschema import Draft202012Validator
 from pydantic import BaseModel
 
 from ooo_agent.calls import CallError, RawCall, ToolCall
-from ooo_agent.dispatch import dispatch
 from ooo_agent.tools import Tool, Toolset, tool
-from ooo_agent.validate import canonical_arguments, validate_calls
+from ooo_agent.tools.dispatch import dispatch
+from ooo_agent.tools.validation import canonical_arguments, validate_calls
 
 VIOLATIONS: list[str] = []
 

@@ -28,7 +28,6 @@ from ooo_agent.calls import (
     ToolCall,
     ToolResult,
 )
-from ooo_agent.dispatch import dispatch
 from ooo_agent.errors import (
     FormatError,
     ModelNotAvailableError,
@@ -42,7 +41,8 @@ from ooo_agent.errors import (
 from ooo_agent.sidecar.base import Hint, HintBox, Sidecar, SidecarRequest
 from ooo_agent.targets.base import Generation, Target, TargetRequest
 from ooo_agent.tools import Tool, ToolContext, Toolset, tool
-from ooo_agent.validate import canonical_arguments, validate_call, validate_calls
+from ooo_agent.tools.dispatch import dispatch
+from ooo_agent.tools.validation import canonical_arguments, validate_call, validate_calls
 
 if TYPE_CHECKING:
     from ooo_agent.sidecar.hf import HFSidecar

@@ -28,12 +28,9 @@ import anyio.from_thread
 from anyio.abc import TaskGroup
 
 from ooo_agent.calls import CallError, CallErrorKind, CallResult, RawCall, SidecarStats, ToolCall
-from ooo_agent.context import ToolContext
-from ooo_agent.dispatch import dispatch as dispatch_calls
 from ooo_agent.formats.base import ChatFormat
 from ooo_agent.observability import call_started, record_call
 from ooo_agent.sidecar.base import Hint, HintBox, Sidecar, SidecarRequest, clean_hint
-from ooo_agent.speculation import Speculator
 from ooo_agent.targets.base import (
     Generation,
     Mode,
@@ -44,7 +41,10 @@ from ooo_agent.targets.base import (
     tools_named,
 )
 from ooo_agent.tools import Tool, Toolset
-from ooo_agent.validate import validate_calls
+from ooo_agent.tools.context import ToolContext
+from ooo_agent.tools.dispatch import dispatch as dispatch_calls
+from ooo_agent.tools.speculation import Speculator
+from ooo_agent.tools.validation import validate_calls
 
 __all__ = ["DispatchMode", "FastToolCaller"]
 
@@ -81,7 +81,7 @@ class FastToolCaller:
         max_new_tokens: the target's token budget per turn.
         preexecute: start ``read_only`` tools on the sidecar's predicted call while the target
             is still decoding; a result is used only if the target's verified call is the same
-            (see :mod:`ooo_agent.speculation`). Needs a sidecar; works with any target.
+            (see :mod:`ooo_agent.tools.speculation`). Needs a sidecar; works with any target.
         max_speculative: at most this many speculative executions per call.
         deps: handed to tools that take a :class:`~ooo_agent.tools.ToolContext` (``ctx.deps``),
             e.g. a database handle; ``ctx.messages`` is the conversation of the call.

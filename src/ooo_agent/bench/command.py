@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from ooo_agent.bench.runner import BENCH_MODES
-from ooo_agent.cli import CliError
+from ooo_agent.cli.common import CliError
 from ooo_agent.decoding.flags import (
     add_constraint_options,
     add_decline_option,

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ooo_agent._arguments import reject_duplicate_keys
+from ooo_agent._json import reject_duplicate_keys
 from ooo_agent.calls import CallError, CallErrorKind, RawCall
 from ooo_agent.errors import FormatError
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ooo_agent._schema import json_type_of
+from ooo_agent._json import json_type_of
 from ooo_agent.formats._common import dump_json, function_of
 from ooo_agent.formats.base import ToolDict
 

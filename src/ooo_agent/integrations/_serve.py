@@ -1,8 +1,9 @@
 """``ooo-agent serve``: arguments, target and sidecar choice, and startup of the server.
 
-``cli.py`` registers :func:`add_serve_arguments` and calls :func:`run_serve`; the module also
-runs alone (``python -m ooo_agent.integrations._serve``). :func:`build_app` does everything but
-serving (target, sidecar, server tools, caller, app), so it can be checked without a socket.
+:mod:`ooo_agent.cli` registers :func:`add_serve_arguments` and calls :func:`run_serve`; the
+module also runs alone (``python -m ooo_agent.integrations._serve``). :func:`build_app` does
+everything but serving (target, sidecar, server tools, caller, app), so it can be checked
+without a socket.
 
 Every startup problem (a replay file, a model, a sidecar, its template or server tools that
 cannot be loaded, a mode the pair cannot run) is one ``error: ...`` line on stderr and exit
@@ -20,7 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ooo_agent.cli.common import CliError, load_object
 from ooo_agent.errors import OooAgentError
+from ooo_agent.tools import Tool, Toolset
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
@@ -29,7 +32,6 @@ if TYPE_CHECKING:
     from ooo_agent.sidecar.base import Sidecar
     from ooo_agent.sidecar.prompts import PromptTemplate
     from ooo_agent.targets.base import Target
-    from ooo_agent.tools import Toolset
 
 __all__ = [
     "PRESET_SIDECARS",
@@ -439,9 +441,6 @@ def _sidecar(
 
 def _server_tools(specs: Sequence[str]) -> Toolset:
     """The tools named by ``--server-tools`` specs, in one toolset (names must not repeat)."""
-    from ooo_agent.cli import CliError, load_object
-    from ooo_agent.tools import Tool, Toolset
-
     tools: list[Tool] = []
     for spec in specs:
         try:

@@ -80,7 +80,7 @@ from ooo_agent.integrations._openai import (
     tools_for_choice,
 )
 from ooo_agent.tools import Tool, ToolContext, Toolset
-from ooo_agent.validate import canonical_arguments
+from ooo_agent.tools.validation import canonical_arguments
 
 __all__ = [
     "OoOChatModel",

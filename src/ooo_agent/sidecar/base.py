@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ooo_agent._arguments import not_json_data, plain_json
+from ooo_agent._json import not_json_data, plain_json
 
 __all__ = [
     "Hint",

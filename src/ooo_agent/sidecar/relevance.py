@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ooo_agent.formats._common import loose_function
+from ooo_agent.messages import user_text  # re-exported: rule and wave modules import it here
 
 __all__ = [
     "NAME_WEIGHT",
@@ -74,24 +75,6 @@ def relevance_terms(text: str) -> set[str]:
     :data:`STOPWORDS` and words of two letters or fewer dropped, suffixes stripped."""
     spaced = _CAMEL.sub(r"\1 \2", text).replace("_", " ").replace(".", " ")
     return {_stem(w) for w in _WORD.findall(spaced.lower()) if len(w) > 2 and w not in STOPWORDS}
-
-
-def user_text(messages: Sequence[Mapping[str, Any]]) -> str:
-    """The text of the user's messages (string contents and text parts), space-joined."""
-    parts = []
-    for message in messages:
-        if message.get("role") != "user":
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            parts.append(content)
-        elif isinstance(content, list):  # content parts: only the text ones
-            parts.extend(
-                str(part.get("text", ""))
-                for part in content
-                if isinstance(part, Mapping) and part.get("type") == "text"
-            )
-    return " ".join(parts)
 
 
 def _parameter_terms(function: Mapping[str, Any]) -> set[str]:

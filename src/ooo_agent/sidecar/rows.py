@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ooo_agent._arguments import reject_duplicate_keys
+from ooo_agent._json import reject_duplicate_keys
 from ooo_agent.formats._common import loose_function
 from ooo_agent.sidecar.base import Hint, clean_hint_value
 

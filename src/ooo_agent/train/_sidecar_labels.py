@@ -20,8 +20,8 @@ from ooo_agent.calls import CallError, RawCall
 from ooo_agent.errors import DatasetError, OooAgentError
 from ooo_agent.formats.base import ChatFormat
 from ooo_agent.targets.base import Generation, Mode, TargetRequest
+from ooo_agent.tools.validation import canonical_arguments, validate_call
 from ooo_agent.train.examples import TrainRequest
-from ooo_agent.validate import canonical_arguments, validate_call
 
 __all__ = [
     "Call",

@@ -35,9 +35,9 @@ from typing import Any, ClassVar
 from ooo_agent.sidecar.base import Hint
 from ooo_agent.sidecar.rows import label_rows, parse_function_index, parse_slot_value
 from ooo_agent.sidecar.slots import SlotCheck, slot_checker
+from ooo_agent.tools.validation import canonical_arguments
 from ooo_agent.train._sidecar_labels import Call
 from ooo_agent.train.examples import TrainRequest
-from ooo_agent.validate import canonical_arguments
 
 __all__ = [
     "MISS_CLASSES",

@@ -26,13 +26,14 @@ from typing import Any
 import anyio
 
 from ooo_agent.calls import ToolCall, ToolResult
-from ooo_agent.context import ToolContext
-from ooo_agent.tools import Tool, ToolLike, Toolset
-from ooo_agent.validate import canonical_arguments
+from ooo_agent.tools.context import ToolContext
+from ooo_agent.tools.decorator import Tool
+from ooo_agent.tools.toolset import ToolLike, Toolset
+from ooo_agent.tools.validation import canonical_arguments
 
 __all__ = ["CallRunner", "ContextFactory", "dispatch", "run_call"]
 
-_log = logging.getLogger(__name__)
+_log = logging.getLogger("ooo_agent.dispatch")  # the name docs/observability.md gives
 
 ContextFactory = Callable[[ToolCall], ToolContext]
 """Builds the :class:`ToolContext` of a call (only called for tools that take one)."""
@@ -121,7 +122,7 @@ async def dispatch(
     """Run ``calls`` and return one result per call, in call order, ids kept.
 
     Args:
-        calls: Validated calls (see :func:`ooo_agent.validate.validate_calls`).
+        calls: Validated calls (see :func:`ooo_agent.tools.validation.validate_calls`).
         toolset: The tools to run them with (anything :meth:`Toolset.coerce` accepts).
         context_factory: Builds the :class:`ToolContext` for tools that take one; by
             default a context with the call id and tool name and no messages.

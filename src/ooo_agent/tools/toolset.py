@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ooo_agent._tool import Tool
 from ooo_agent.errors import ToolDefinitionError, ToolsetError
+from ooo_agent.tools.decorator import Tool
 
 __all__ = ["ToolLike", "Toolset"]
 
@@ -67,15 +67,6 @@ class Toolset:
         if isinstance(tools, Iterable):
             return cls(tools)
         raise ToolDefinitionError(f"cannot make tools from {type(tools).__name__}")
-
-    @classmethod
-    def from_langchain(cls, tools: Iterable[Any]) -> Toolset:
-        """LangChain tools (or functions) as a toolset: calls are validated by our validator,
-        then run by ``tool.ainvoke``. Needs the ``langchain`` extra; see
-        :func:`ooo_agent.integrations.langchain.toolset_from_langchain`."""
-        from ooo_agent.integrations.langchain import toolset_from_langchain
-
-        return toolset_from_langchain(list(tools))
 
     @property
     def names(self) -> tuple[str, ...]:

@@ -19,10 +19,10 @@ from typing import Annotated, Any, Literal, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, create_model
 from pydantic.fields import FieldInfo
 
-from ooo_agent._docstrings import parse_docstring
-from ooo_agent._schema import clean_schema
-from ooo_agent.context import ToolContext
 from ooo_agent.errors import ToolDefinitionError
+from ooo_agent.tools.context import ToolContext
+from ooo_agent.tools.docstrings import parse_docstring
+from ooo_agent.tools.schema import clean_schema
 
 __all__ = ["Binding", "FunctionSpec", "context_parameter", "function_spec"]
 

@@ -28,10 +28,10 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ooo_agent.calls import CallError, RawCall, SpeculationStats, ToolCall, ToolResult
-from ooo_agent.dispatch import ContextFactory, run_call
 from ooo_agent.sidecar.base import Hint
-from ooo_agent.tools import Toolset
-from ooo_agent.validate import canonical_arguments, validate_call
+from ooo_agent.tools.dispatch import ContextFactory, run_call
+from ooo_agent.tools.toolset import Toolset
+from ooo_agent.tools.validation import canonical_arguments, validate_call
 
 __all__ = ["Speculator"]
 

@@ -18,76 +18,30 @@ Example::
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import json
-import os
 import shlex
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ooo_agent.cli.common import CliError, load_object
 from ooo_agent.errors import OooAgentError
 from ooo_agent.observability import set_verbose
 
-__all__ = ["SUBCOMMANDS", "CliError", "build_parser", "load_object", "main"]
+__all__ = ["SUBCOMMANDS", "build_parser", "main"]
 
 Subparsers = Any
 """``argparse._SubParsersAction`` (private in the standard library, hence untyped here)."""
-
-
-class CliError(Exception):
-    """A problem with what the user asked for on the command line."""
 
 
 def _version() -> str:
     from ooo_agent import __version__
 
     return str(__version__)
-
-
-# -- shared helpers ---------------------------------------------------------------------
-def load_object(spec: str) -> Any:
-    """The object named by ``module:attr`` (``attr`` may be dotted; ``module`` may be a
-    ``.py`` file path). The current directory is importable, as for ``python -m``."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise CliError(f"expected MODULE:ATTRIBUTE (like 'myapp.tools:toolset'), got {spec!r}")
-    if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    try:
-        if module_name.endswith(".py"):
-            module = _load_file(Path(module_name))
-        else:
-            module = importlib.import_module(module_name)
-    except CliError:
-        raise
-    except Exception as exc:  # an import runs arbitrary code: report anything it raises
-        raise CliError(f"cannot import {module_name!r}: {type(exc).__name__}: {exc}") from exc
-    obj: Any = module
-    for part in attr.split("."):
-        try:
-            obj = getattr(obj, part)
-        except AttributeError:
-            raise CliError(f"{module_name!r} has no attribute {attr!r}") from None
-    return obj
-
-
-def _load_file(path: Path) -> Any:
-    if not path.is_file():
-        raise CliError(f"no such file: {path}")
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    if spec is None or spec.loader is None:
-        raise CliError(f"cannot load {path} as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault(path.stem, module)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _stdout() -> Console:
@@ -299,13 +253,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args) or 0)
     except (CliError, OooAgentError) as exc:
-        Console(stderr=True, soft_wrap=True).print(
-            Text.assemble(("error: ", "bold red"), str(exc))
-        )
+        Console(stderr=True, soft_wrap=True).print(Text.assemble(("error: ", "bold red"), str(exc)))
         return 1
     except KeyboardInterrupt:
         return 130
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -29,8 +29,8 @@ import math
 import re
 from typing import Any
 
-from ooo_agent._arguments import reject_duplicate_keys
-from ooo_agent._schema import json_type_of, resolve_ref
+from ooo_agent._json import json_type_of, reject_duplicate_keys
+from ooo_agent.tools.schema import resolve_ref
 
 __all__ = ["DESTRUCTIVE", "loosen"]
 

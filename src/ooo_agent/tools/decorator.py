@@ -13,10 +13,16 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import anyio.to_thread
 from pydantic import BaseModel
 
-from ooo_agent._core import ToolCore, check_policy, function_core, model_core, openai_core
-from ooo_agent._schema import strict_schema
-from ooo_agent.context import ToolContext
 from ooo_agent.errors import ToolDefinitionError
+from ooo_agent.tools.context import ToolContext
+from ooo_agent.tools.definition import (
+    ToolCore,
+    check_policy,
+    function_core,
+    model_core,
+    openai_core,
+)
+from ooo_agent.tools.schema import strict_schema
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -58,7 +64,7 @@ class Tool:
     :meth:`from_openai`; it stays callable as the function it wraps.
 
     Attributes:
-        timeout: Seconds a call may run before :func:`ooo_agent.dispatch.dispatch` gives up.
+        timeout: Seconds a call may run before :func:`ooo_agent.tools.dispatch.dispatch` gives up.
         sequential: When True the tool never runs alongside another call of the same turn.
         read_only: The tool has no side effects, so it may be run speculatively.
         destructive: The tool does what cannot be undone (deletes, pays, sends): its

@@ -35,16 +35,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ooo_agent._arguments import (
-    ArgumentsError,
-    decode_arguments,
-    json_path,
-    not_json_data,
-    schema_errors,
-)
-from ooo_agent._lenient import loosen
+from ooo_agent._json import json_path, not_json_data
 from ooo_agent.calls import CallError, CallErrorKind, ErrorDetail, RawCall, ToolCall, new_call_id
-from ooo_agent.tools import Tool, ToolLike, Toolset
+from ooo_agent.tools.arguments import ArgumentsError, decode_arguments, schema_errors
+from ooo_agent.tools.decorator import Tool
+from ooo_agent.tools.lenient import loosen
+from ooo_agent.tools.toolset import ToolLike, Toolset
 
 __all__ = ["canonical_arguments", "validate_call", "validate_calls"]
 

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, PydanticUserError
 
-from ooo_agent._schema import clean_schema, normalize_schema
-from ooo_agent._signature import Binding, BindKind, context_parameter, function_spec
 from ooo_agent.errors import ToolDefinitionError
+from ooo_agent.tools.schema import clean_schema, normalize_schema
+from ooo_agent.tools.signature import Binding, BindKind, context_parameter, function_spec
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator

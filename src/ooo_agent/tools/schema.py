@@ -14,7 +14,6 @@ from typing import Any
 __all__ = [
     "clean_schema",
     "inline_defs",
-    "json_type_of",
     "map_schema",
     "normalize_schema",
     "resolve_ref",
@@ -235,20 +234,3 @@ def resolve_ref(root: Schema, node: Any, *, limit: int = 32) -> Any:
     return node
 
 
-def json_type_of(value: Any) -> str:
-    """The JSON Schema type name of a decoded JSON value (``integer`` before ``number``)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "integer" if value.is_integer() else "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "unknown"
