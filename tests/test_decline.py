@@ -232,6 +232,40 @@ def test_only_a_users_request_with_tools_is_asked(parts: tuple[Any, Any]) -> Non
     assert out.stats.call_probability is None and not out.stats.declined
 
 
+def _after_result() -> list[dict[str, Any]]:
+    call = {"name": "get_weather", "arguments": '{"city": "Paris"}'}
+    return [
+        *MESSAGES,
+        {"role": "assistant", "content": None,
+         "tool_calls": [{"id": "c1", "type": "function", "function": call}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "sunny"},
+    ]  # fmt: skip
+
+
+def test_after_a_result_call_again_below_decides_in_every_mode(parts: tuple[Any, Any]) -> None:
+    model, tokenizer = parts
+    never = HFTarget(model, tokenizer, "hermes", node_budget=16, call_again_below=1.0)
+    always = HFTarget(model, tokenizer, "hermes", node_budget=16, call_again_below=0.0)
+    plain = HFTarget(model, tokenizer, "hermes", node_budget=16)
+    runs = {}
+    for mode in ("vanilla", "toolspec", "ooo"):
+        request = TargetRequest(_after_result(), TOOLS, mode=mode, max_new_tokens=40)  # type: ignore[arg-type]
+        declined = never.generate_sync(request)
+        assert declined.stats.declined and declined.raw_calls == []
+        assert "<tool_call" not in declined.text
+        assert declined.stats.call_probability is not None
+        kept = always.generate_sync(request)
+        assert not kept.stats.declined
+        assert kept.token_ids == plain.generate_sync(request).token_ids  # nothing else changes
+        runs[mode] = declined.token_ids
+    assert runs["toolspec"] == runs["ooo"] == runs["vanilla"]
+    # A user's turn is decline_below's, not call_again_below's.
+    fresh = never.generate_sync(TargetRequest(MESSAGES, TOOLS, mode="vanilla", max_new_tokens=8))  # type: ignore[arg-type]
+    assert fresh.stats.call_probability is None and not fresh.stats.declined
+    with pytest.raises(ValueError, match="call_again_below"):
+        HFTarget(model, tokenizer, call_again_below=-0.1)
+
+
 def test_decline_below_is_a_probability(parts: tuple[Any, Any]) -> None:
     model, tokenizer = parts
     with pytest.raises(ValueError, match="decline_below"):

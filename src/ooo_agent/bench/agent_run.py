@@ -212,7 +212,23 @@ def add_agent_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="score this target adapter folder on the embedded base instead of the shipped one",
     )
+    parser.add_argument(
+        "--call-again-below",
+        type=_threshold,
+        default="preset",
+        help="after a tool's result, call again only when a call is at least this likely "
+        "('off': the model's greedy choice; default: the preset's)",
+    )
     parser.add_argument("--out", default=None, help="write records and summary here (JSON)")
+
+
+def _threshold(text: str) -> float | str | None:
+    if text in ("off", "preset"):
+        return None if text == "off" else text
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError("a probability between 0 and 1, 'off' or 'preset'")
+    return value
 
 
 def run_agent_bench(args: argparse.Namespace) -> int:
@@ -222,7 +238,12 @@ def run_agent_bench(args: argparse.Namespace) -> int:
     import torch
 
     from ooo_agent.bench.agent_tasks import bfcl_multi_turn_tasks, held_out_tasks
-    from ooo_agent.models import load_preset, target_decline_below, target_format
+    from ooo_agent.models import (
+        load_preset,
+        target_call_again_below,
+        target_decline_below,
+        target_format,
+    )
     from ooo_agent.models.presets import attach_adapter, load_base
     from ooo_agent.targets.hf import HFTarget
 
@@ -252,6 +273,11 @@ def run_agent_bench(args: argparse.Namespace) -> int:
                 constrain_mentioned=True,
                 constrain_values=True,
                 decline_below=target_decline_below(name),
+                call_again_below=(
+                    target_call_again_below(name)
+                    if args.call_again_below == "preset"
+                    else args.call_again_below
+                ),
             ),
             sidecar if mode == "ooo" else None,
             mode=mode,
@@ -282,6 +308,7 @@ def run_agent_bench(args: argparse.Namespace) -> int:
                     "command": getattr(args, "command_line", ""),
                     "source": args.source,
                     "adapter": args.adapter,
+                    "call_again_below": args.call_again_below,
                     "summary": summary,
                     "records": [asdict(r) for r in records],
                 },

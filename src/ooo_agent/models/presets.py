@@ -119,6 +119,9 @@ class Preset:
     decline_below: float | None = None
     """Targets: ``HFTarget.from_preset``'s decline threshold by default (``None``: never
     declines); see :mod:`ooo_agent.decoding.decline`."""
+    call_again_below: float | None = None
+    """Targets: ``HFTarget.from_preset``'s threshold for another call after a tool's result
+    (``None``: the model's greedy choice)."""
     constrain_names: bool = False
     """Targets: whether ``HFTarget.from_preset`` holds call names to the offered tools by
     default (``HFTarget(constrain_names=...)``)."""
@@ -160,6 +163,8 @@ PRESETS: dict[str, Preset] = {
             # threshold below which requests a tool serves start being declined, read on the
             # training categories by benchmarks/call_probability.py (docs/tools.md).
             decline_below=0.9,
+            # After a tool's result it calls again only when a call is the likelier move.
+            call_again_below=0.5,
             # Decoded as the demo and every README figure decode it: names, arguments (named
             # optionals included) and value conventions held while decoding; unconstrained,
             # a pydantic-model argument came back as a string and valid requests were lost.
@@ -293,6 +298,12 @@ def target_decline_below(spec: str) -> float | None:
     """A target preset's decline threshold (``None`` for a folder or a preset without one)."""
     preset = PRESETS.get(spec)
     return preset.decline_below if preset is not None else None
+
+
+def target_call_again_below(spec: str) -> float | None:
+    """A target preset's threshold for another call after a tool's result (``None``: off)."""
+    preset = PRESETS.get(spec)
+    return preset.call_again_below if preset is not None else None
 
 
 def target_constraints(spec: str) -> ConstraintOptions:

@@ -96,8 +96,9 @@ class HFTarget:
     probability of opening one is below it (:mod:`ooo_agent.decoding.decline`): the answer is
     then the model's words, every mode alike, and ``stats.declined`` says so;
     ``stats.call_probability`` holds that probability wherever the policy was asked — a turn
-    that answers a user's message with tools offered (after a tool's result, whether to call
-    again is left to the model).
+    that answers a user's message with tools offered. After a tool's result,
+    ``call_again_below`` (None: off) is the same policy with its own threshold: the model calls
+    again only when opening a call is at least that likely (0.5: more likely than answering).
     ``request.tool_choice`` is decoded under, in every mode alike: ``"none"`` always declines
     (``stats.declined`` stays false: the request refused, not the policy), ``"required"`` opens
     the answer with a call (:mod:`ooo_agent.decoding.choice`) and a named tool opens it with
@@ -128,6 +129,7 @@ class HFTarget:
         constrain_mentioned: bool = False,
         constrain_values: bool = False,
         decline_below: float | None = None,
+        call_again_below: float | None = None,
     ) -> None:
         import torch
 
@@ -147,6 +149,8 @@ class HFTarget:
             raise ValueError("max_draft_tokens must be >= 0")
         if decline_below is not None and not 0 <= decline_below <= 1:
             raise ValueError("decline_below must be between 0 and 1 (or None: off)")
+        if call_again_below is not None and not 0 <= call_again_below <= 1:
+            raise ValueError("call_again_below must be between 0 and 1 (or None: off)")
         self.model = model.eval()
         self.tokenizer = tokenizer
         self._format = get_format(format)
@@ -163,6 +167,7 @@ class HFTarget:
         self.constrain_mentioned = constrain_mentioned
         self.constrain_values = constrain_values
         self.decline_below = decline_below
+        self.call_again_below = call_again_below
         prefix_cache = PrefixCache(  # raises on a bad budget
             DEFAULT_PREFIX_CACHE_BYTES if prefix_cache_bytes is None else prefix_cache_bytes
         )
@@ -223,6 +228,7 @@ class HFTarget:
         """
         from ooo_agent.models import (
             load_preset,
+            target_call_again_below,
             target_constraints,
             target_decline_below,
             target_format,
@@ -231,6 +237,7 @@ class HFTarget:
         model, tokenizer = load_preset(name, merge=True, dtype=dtype)
         kwargs.setdefault("format", target_format(name))
         kwargs.setdefault("decline_below", target_decline_below(name))
+        kwargs.setdefault("call_again_below", target_call_again_below(name))
         for keyword, on in target_constraints(name).items():
             kwargs.setdefault(keyword, on)
         return cls(model, tokenizer, **kwargs)
@@ -439,6 +446,10 @@ class HFTarget:
         if not request.tools or choice == "auto":
             if _asks_afresh(request):
                 policy = self._decline_policy(constraint, request.hint_box)
+            elif _after_result(request) and self.call_again_below is not None:
+                policy = self._decline_policy(
+                    constraint, request.hint_box, threshold=self.call_again_below
+                )
         elif choice == "none":
             policy = self._decline_policy(
                 constraint, request.hint_box, threshold=math.inf, reason="tool_choice is 'none'"
@@ -502,6 +513,11 @@ def _asks_afresh(request: TargetRequest) -> bool:
     if not request.tools or not request.messages:
         return False
     return request.messages[-1].get("role") == "user"
+
+
+def _after_result(request: TargetRequest) -> bool:
+    """Whether the turn follows a tool's result with tools still offered."""
+    return bool(request.tools and request.messages) and request.messages[-1].get("role") == "tool"
 
 
 class _Speculation:

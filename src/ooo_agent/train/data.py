@@ -58,6 +58,7 @@ from ooo_agent.formats.base import ChatFormat
 from ooo_agent.train.examples import TrainRequest
 from ooo_agent.train.generated import NO_TOOL_ANSWER, generate_requests
 from ooo_agent.train.generated_agent import generate_agent_requests
+from ooo_agent.train.generated_domains import generate_domain_requests
 from ooo_agent.train.generated_modifiers import generate_modifier_requests
 from ooo_agent.train.generated_quantities import generate_quantity_requests
 
@@ -285,12 +286,15 @@ def collect_requests(
     quantities: int = 0,
     live_irrelevance: bool = False,
     agent: int = 0,
+    domains: int = 0,
 ) -> tuple[list[TrainRequest], dict[str, int]]:
     """Live BFCL requests + ``generated`` generated ones, decontaminated; a
     ``distractor_share`` of the single-tool live requests get similar tools added
     (:func:`add_distractors`). ``modifiers`` generated look-ups with named optional arguments
     join the pool (source ``modifiers``), ``quantities`` requests whose numbers must be
-    converted (source ``quantities``), ``agent`` whole agent turns (source ``agent+KIND``) and, with ``live_irrelevance``, the live requests no
+    converted (source ``quantities``), ``agent`` whole agent turns (source ``agent+KIND``),
+    ``domains`` stages of entity-toolset conversations (source ``agent+domain_KIND``) and, with
+    ``live_irrelevance``, the live requests no
     offered tool fits (:func:`live_no_call_requests`, last, so that every draw without them
     is what it was).
 
@@ -302,6 +306,7 @@ def collect_requests(
     pool += generate_modifier_requests(modifiers, seed=seed)
     pool += generate_quantity_requests(quantities, seed=seed)
     pool += generate_agent_requests(agent, seed=seed)
+    pool += generate_domain_requests(domains, seed=seed)
     if live_irrelevance:
         pool += live_no_call_requests(cache_dir)
     banned = evaluation_function_names(cache_dir) if banned is None else banned
@@ -373,6 +378,7 @@ def build_target_data(
     quantities: int = 0,
     live_irrelevance: bool = False,
     agent: int = 0,
+    domains: int = 0,
 ) -> DataStats:
     """Write ``train.jsonl``, ``eval.jsonl``, ``requests.jsonl`` and ``stats.json`` to ``out_dir``.
 
@@ -400,6 +406,7 @@ def build_target_data(
         quantities=quantities,
         live_irrelevance=live_irrelevance,
         agent=agent,
+        domains=domains,
     )
     stats = DataStats(
         dropped_contaminated=dropped["contaminated"],
@@ -548,6 +555,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "source 'agent' in --mix",
     )
     parser.add_argument(
+        "--domains",
+        type=int,
+        default=0,
+        help="stages of generated entity-toolset conversations (find, read, act, compare) to "
+        "draw; source 'agent' in --mix",
+    )
+    parser.add_argument(
         "--live-irrelevance",
         action="store_true",
         help="add BFCL live_irrelevance's requests (no offered tool fits) as rows answered "
@@ -599,6 +613,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         quantities=args.quantities,
         live_irrelevance=args.live_irrelevance,
         agent=args.agent,
+        domains=args.domains,
         fmt=get_format(args.format),
     )
     print(json.dumps(asdict(stats), indent=2))
