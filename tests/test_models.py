@@ -279,19 +279,6 @@ def test_target_presets_carry_their_prompt_format() -> None:
         assert get_format(preset.format).name == preset.format  # every one resolves
 
 
-def test_sidecar_presets_carry_their_tool_listing() -> None:
-    from ooo_agent.models.presets import PRESETS, sidecar_tool_list
-    from ooo_agent.sidecar.rows import TOOL_LISTS
-
-    # The upstream adapter was trained on the published listing; a folder gets it too.
-    assert sidecar_tool_list("qwen3-0.6b-ooo-sidecar") == "signatures"
-    assert sidecar_tool_list("some/folder") == "signatures"
-    # So was the shipped embedded sidecar (its annotated-row epoch was not shipped).
-    assert sidecar_tool_list("smollm2-135m-sidecar") == "signatures"
-    for preset in PRESETS.values():
-        assert preset.tool_list in TOOL_LISTS
-
-
 def test_only_the_embedded_sidecar_steers_its_decoding_by_default() -> None:
     from ooo_agent.models.presets import sidecar_required_values, sidecar_wave_defaults
 
@@ -326,7 +313,6 @@ def test_sidecar_wave_defaults_are_the_presets_own_else_the_method_as_published(
     published = {
         "function_choice": "index",
         "relevance_weight": 0.0,
-        "tool_list": "signatures",
         "layout": "dialogue-first",
         "required_values": False,
         "mentioned_values": False,
@@ -342,7 +328,6 @@ def test_sidecar_wave_defaults_are_the_presets_own_else_the_method_as_published(
     assert sidecar_wave_defaults(embedded.name) == {
         "function_choice": embedded.function_choice,
         "relevance_weight": embedded.relevance_weight,
-        "tool_list": embedded.tool_list,
         "layout": embedded.layout,
         "required_values": embedded.required_values,
         "mentioned_values": embedded.mentioned_values,

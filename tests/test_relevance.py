@@ -140,7 +140,7 @@ def test_eval_sidecar_flags_resolve_the_weight_against_the_choice() -> None:
     from ooo_agent.train.eval_sidecar import wave_fields
 
     def fields(sidecar: str, choice: str = "auto", weight: float | None = None) -> Any:
-        auto = {"tool_list": "auto", "required_values": "auto", "typed_values": "auto"}
+        auto = {"required_values": "auto", "typed_values": "auto"}
         auto["mentioned_values"] = auto["unnamed_nulls"] = auto["whole_words"] = "auto"
         auto["request_case"] = auto["joint_values"] = "auto"
         args = Namespace(sidecar=sidecar, function_choice=choice, relevance_weight=weight, **auto)

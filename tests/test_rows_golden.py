@@ -8,14 +8,11 @@ import pytest
 
 from ooo_agent.sidecar.base import Hint
 from ooo_agent.sidecar.rows import (
-    DESCRIPTION_CHARS,
     SIDECAR_SYSTEM,
     assemble_hint,
     build_wave_rows,
     label_rows,
-    parameter_note,
     render_dialogue,
-    tool_descriptions,
 )
 from ooo_agent.sidecar.slots import normalize_schema, slot_checker
 
@@ -207,108 +204,3 @@ def test_normalize_schema_is_recursive_and_pure() -> None:
     }
     assert schema["type"] == "dict"
     assert normalize_schema({"type": ["any", "int"]}) == {}
-
-
-# -- the described tool listing (WaveOptions.tool_list="described") -----------------------------
-
-
-def _described_tools(description: str) -> list[dict[str, Any]]:
-    tools = [dict(t, function=dict(t["function"])) for t in TOOLS]
-    tools[0]["function"]["description"] = description
-    return tools
-
-
-def test_described_listing_adds_each_description_to_the_index_and_direct_rows() -> None:
-    tools = _described_tools("Book a  table\nfor a party.")  # whitespace runs collapse
-    rows = build_wave_rows(MESSAGES, tools, direct_call=True, tool_list="described")
-    listing = "[0] name0(p1, p2): Book a table for a party.\n[1] name1(q1)"  # no description: bare
-    assert rows[0].messages[1]["content"] == FUNCTION_INDEX_USER.replace(
-        "[0] name0(p1, p2)\n[1] name1(q1)", listing
-    )
-    assert rows[-1].messages[1]["content"] == DIRECT_CALL_USER.replace(
-        "[0] name0(p1, p2)\n[1] name1(q1)", listing
-    )
-    # Argument rows are the published ones whatever the listing.
-    assert rows[2].messages[1]["content"] == ARGUMENT_P2_USER
-    plain = build_wave_rows(MESSAGES, tools, direct_call=True)
-    assert plain[0].messages[1]["content"] == FUNCTION_INDEX_USER
-
-
-def test_long_descriptions_are_cut_at_a_word() -> None:
-    word = "abcdefghi "  # 10 characters a word
-    rows = build_wave_rows(MESSAGES, _described_tools(word * 30), tool_list="described")
-    line = rows[0].messages[1]["content"].split("Available tools:\n")[1].splitlines()[0]
-    description = line.split(": ", 1)[1]
-    assert description.endswith("abcdefghi…")
-    assert len(description) <= DESCRIPTION_CHARS + 1
-    assert tool_descriptions(_described_tools("short one")) == ["short one", ""]
-
-
-def test_described_labels_answer_the_same_and_unknown_listings_fail() -> None:
-    call = ("name1", {"q1": ["a"]})
-    plain = label_rows(MESSAGES, TOOLS, call)
-    described = label_rows(MESSAGES, _described_tools("Books."), call, tool_list="described")
-    assert [a for _, a in plain] == [a for _, a in described]
-    assert [r.key for r, _ in plain] == [r.key for r, _ in described]
-    with pytest.raises(ValueError, match="tool_list"):
-        build_wave_rows(MESSAGES, TOOLS, tool_list="verbose")  # type: ignore[arg-type]
-
-
-# -- the annotated argument rows (WaveOptions.tool_list="annotated") ----------------------------
-
-
-def test_annotated_argument_rows_state_the_parameter_before_the_question() -> None:
-    tools = [
-        _tool(
-            "name0",
-            {
-                "p1": {"type": "string", "description": "The  city,\ne.g. Paris."},
-                "p2": {"type": "integer", "default": 2, "enum": [1, 2, 3]},
-            },
-            required=["p1"],
-        ),
-        _tool("name1", {"q1": {"type": "array", "items": {"type": "string"}}}),
-    ]
-    rows = build_wave_rows(MESSAGES, tools, direct_call=True, tool_list="annotated")
-    by_key = {r.key: r.messages[1]["content"] for r in rows}
-    question = "What is the value for parameter 'p2' of tool [0] name0?"
-    assert by_key["0.p2"] == ARGUMENT_P2_USER.replace(
-        question,
-        "Parameter 'p2' of tool [0] name0: integer, optional, default 2, one of 1, 2, 3.\n\n"
-        + question,
-    )
-    assert "Parameter 'p1' of tool [0] name0: string, required. The city, e.g. Paris.\n\n" in (
-        by_key["0.p1"]
-    )
-    assert "Parameter 'q1' of tool [1] name1: array of string, optional.\n\n" in by_key["1.q1"]
-    # The tool listings are the published ones; every row still shares the dialogue prefix.
-    assert by_key["function"] == FUNCTION_INDEX_USER
-    assert by_key["direct_call"] == DIRECT_CALL_USER
-    assert all(text.startswith(DIALOGUE + "\n\nAvailable tool") for text in by_key.values())
-
-
-def test_parameter_note_of_odd_schemas() -> None:
-    word = "abcdefghi "
-    tool = _tool(
-        "t",
-        {
-            "u": {"type": ["string", "null"]},
-            "long": {"type": "string", "description": word * 30},
-            "many": {"enum": list(range(20))},
-        },
-    )
-    assert parameter_note(tool, "u") == "string or null, optional."
-    long_note = parameter_note(tool, "long")
-    assert long_note.startswith("string, optional. abcdefghi") and long_note.endswith("abcdefghi…")
-    assert parameter_note(tool, "many") == (
-        "any, optional, one of " + ", ".join(str(i) for i in range(12)) + ", …."
-    )
-    assert parameter_note(tool, "absent") == "any, optional."  # never raises
-
-
-def test_annotated_labels_answer_the_same() -> None:
-    call = ("name0", {"p1": "Paris", "p2": 5})
-    plain = label_rows(MESSAGES, TOOLS, call)
-    annotated = label_rows(MESSAGES, TOOLS, call, tool_list="annotated")
-    assert [(r.key, a) for r, a in plain] == [(r.key, a) for r, a in annotated]
-    assert [r.messages for r, _ in plain] != [r.messages for r, _ in annotated]

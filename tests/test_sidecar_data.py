@@ -507,45 +507,6 @@ def test_single_tool_requests_get_no_function_index_row() -> None:
     assert len(kept) == len(rows) + 1 and kept[0]["completion"] == "0<|im_end|>"
 
 
-def test_described_training_prompts_are_the_prompts_a_described_wave_asks() -> None:
-    tokenizer = ChatMLTokenizer()
-    item = LabelledRequest(_request(0), ("get_time", {"zone": "CET"}))
-    rows = sidecar_rows(
-        [item], tokenizer, other_null_fraction=1.0, direct_call=False, tool_list="described"
-    )
-    options = WaveOptions(tool_list="described")
-    plan = WavePlan.build(
-        SidecarRequest(item.request.messages, item.request.tools),
-        template_from_tokenizer(tokenizer),
-        options,
-    )
-    assert [r["prompt"] for r in rows] == plan.prompts
-    assert "[0] get_weather(city, days): get_weather tool\n" in rows[0]["prompt"]
-    # Scored choice: the direct-call prompt it scores lists the tools the same way.
-    scored = WavePlan.build(
-        SidecarRequest(item.request.messages, item.request.tools),
-        template_from_tokenizer(tokenizer),
-        WaveOptions(tool_list="described", function_choice="scored"),
-    )
-    assert scored.choice_prompt is not None
-    assert "[1] get_time(zone): get_time tool\n" in scored.choice_prompt
-    with pytest.raises(ValueError, match="tool_list"):
-        WaveOptions(tool_list="verbose")  # type: ignore[arg-type]
-
-
-def test_build_records_the_tool_listing(tmp_path: Path) -> None:
-    train = [_labelled(i, ("get_weather", {"city": "Paris"})) for i in range(3)]
-    stats = build_sidecar_data(
-        tmp_path, train, [_labelled(9, None)], ChatMLTokenizer(), tool_list="described"
-    )
-    assert stats["tool_list"] == "described"
-    prompts = [json.loads(line)["prompt"] for line in (tmp_path / "train.jsonl").open()]
-    index_prompts = [p for p in prompts if "Which tool should be called?" in p]
-    assert index_prompts and all(
-        "get_weather(city, days): get_weather tool" in p for p in index_prompts
-    )
-
-
 def _direct_rows(rows: list[dict[str, str]]) -> list[tuple[list[str], str]]:
     """(listed tool names, answer) of each direct-call row."""
     return _listed_rows(rows, "What is the complete tool call?")

@@ -677,14 +677,10 @@ def test_bench_loads_an_adapter_only_folder_on_its_base(tmp_path: Path, tokenize
         assert choice.kind == "trained" and "sidecar-lora" in choice.label
         assert isinstance(choice.sidecar, HFSidecar)
         assert choice.sidecar.options.function_choice == "index"  # auto: not a preset
-        assert choice.sidecar.options.tool_list == "signatures"  # the published listing
         reference = HFSidecar.from_pretrained(
             base_dir, adapter=repo, subfolder="sidecar-lora", dtype=torch.float32
         )
         assert torch.allclose(_logits(choice.sidecar.model), _logits(reference.model), atol=1e-4)
-    with open_sidecar(str(folder), tool_list="described") as told:  # an adapter so trained
-        assert isinstance(told.sidecar, HFSidecar)
-        assert told.sidecar.options.tool_list == "described"
     assert choice.sidecar.options.relevance_weight == 0.0  # not a preset: the sidecar alone
     with open_sidecar(str(folder), function_choice="scored", relevance_weight=2.0) as weighed:
         assert isinstance(weighed.sidecar, HFSidecar)
@@ -997,14 +993,11 @@ def test_scored_choice_follows_the_target_and_is_refused_over_http(tokenizer: An
 
 @pytest.mark.slow
 def test_the_embedded_sidecar_scores_tool_names_by_default() -> None:
-    from ooo_agent.models.presets import sidecar_tool_list
-
     try:
         sidecar = HFSidecar.from_preset("smollm2-135m-sidecar")
     except ModelNotAvailableError as exc:
         pytest.skip(f"embedded sidecar not available: {exc}")
     assert sidecar.options.function_choice == "scored"
-    assert sidecar.options.tool_list == sidecar_tool_list("smollm2-135m-sidecar")
     assert sidecar.options.required_values is True
     assert sidecar.options.typed_values is True
     assert sidecar.options.relevance_weight == 2.0

@@ -214,7 +214,6 @@ def open_sidecar(
     function_choice: str = "auto",
     relevance_weight: float | None = None,
     relevance_parameter_weight: float | None = None,
-    tool_list: str = "auto",
     required_values: str = "auto",
     typed_values: str = "auto",
     mentioned_values: str = "auto",
@@ -233,8 +232,7 @@ def open_sidecar(
     too (``scored`` only in this process: they need the model's
     log-probabilities; ``auto``: a preset's own choice in this process, else ``index``),
     ``relevance_weight`` (``None``: a preset's own with its own choice, else 0),
-    ``relevance_parameter_weight`` (``None``: ``WaveOptions``' default) and
-    ``tool_list`` (``auto``: a preset's own listing, else ``signatures``) and
+    ``relevance_parameter_weight`` (``None``: ``WaveOptions``' default)  and
     ``required_values``, ``mentioned_values``, ``typed_values``, ``whole_words`` and
     ``joint_values`` (``on`` / ``off``;
     ``auto``: a preset's own setting in this process, else off — they steer the sidecar's own
@@ -259,10 +257,6 @@ def open_sidecar(
         fields["relevance_weight"] = relevance_weight
     elif fields["function_choice"] == "index":
         fields["relevance_weight"] = 0.0  # no scores to add it to
-    if tool_list != "auto":
-        # The listing the model was trained on, wherever it runs (an HTTP child gets the
-        # prompts this process builds).
-        fields["tool_list"] = tool_list  # type: ignore[typeddict-item]
     # These steer the sidecar's own decoding: only a model in this process.
     fields["required_values"] = in_process and _switch(required_values, fields["required_values"])
     fields["typed_values"] = in_process and _switch(typed_values, fields["typed_values"])

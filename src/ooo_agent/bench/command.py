@@ -191,15 +191,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "2026-12-06)",
     )
     add(
-        "--sidecar-tool-list",
-        choices=("auto", "signatures", "described", "annotated"),
-        default="auto",
-        help="how the sidecar's rows show the tools, as its adapter was trained: signatures "
-        "(the published format), described (each tool with its description) or annotated "
-        "(each argument row with its parameter's schema); auto (default): the preset's own, "
-        "else signatures",
-    )
-    add(
         "--sidecar-required-values",
         choices=("auto", "on", "off"),
         default="auto",
@@ -458,7 +449,7 @@ async def _run(args: argparse.Namespace) -> int:
         dtype=_loading.resolve_sidecar_dtype(args.sidecar_dtype, device),
         schedule=args.sidecar_schedule, follow_target=args.sidecar_follow == "on",
         function_choice=args.sidecar_function_choice,
-        relevance_weight=args.sidecar_relevance_weight, tool_list=args.sidecar_tool_list,
+        relevance_weight=args.sidecar_relevance_weight,
         relevance_parameter_weight=args.sidecar_relevance_parameter_weight,
         required_values=args.sidecar_required_values, typed_values=args.sidecar_typed_values,
         mentioned_values=args.sidecar_mentioned_values,

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     import torch
 
     from ooo_agent.sidecar._wave import FunctionChoice
-    from ooo_agent.sidecar.rows import PromptLayout, ToolList
+    from ooo_agent.sidecar.rows import PromptLayout
 
 __all__ = [
     "ADAPTERS_ENV",
@@ -56,7 +56,6 @@ __all__ = [
     "load_preset",
     "load_tokenizer",
     "sidecar_dtype",
-    "sidecar_tool_list",
     "sidecar_wave_defaults",
     "target_constraints",
     "target_format",
@@ -87,9 +86,6 @@ class Preset:
     relevance_weight: float = 0.0
     """Sidecars: how much the request's own words count in a scored tool choice by default
     (``WaveOptions.relevance_weight``)."""
-    tool_list: ToolList = "signatures"
-    """Sidecars: how the wave's rows show the tools, the format the adapter was trained on
-    (``WaveOptions.tool_list``)."""
     layout: PromptLayout = "dialogue-first"
     """Sidecars: where the rows' prompts put the conversation, the layout the adapter was
     trained on (``WaveOptions.layout``)."""
@@ -241,7 +237,6 @@ class SidecarDefaults(TypedDict):
 
     function_choice: FunctionChoice
     relevance_weight: float
-    tool_list: ToolList
     layout: PromptLayout
     required_values: bool
     mentioned_values: bool
@@ -258,15 +253,14 @@ _PUBLISHED = Preset(name="", role="sidecar", base="")
 
 def sidecar_wave_defaults(spec: str) -> SidecarDefaults:
     """The ``WaveOptions`` fields a sidecar named ``spec`` gets by default: a preset's own
-    ``function_choice``, ``relevance_weight``, ``tool_list``, ``layout``, ``required_values``,
+    ``function_choice``, ``relevance_weight``, ``layout``, ``required_values``,
     ``mentioned_values``, ``typed_values``, ``unnamed_nulls``, ``whole_words``,
     ``request_case`` and ``joint_values``; for anything else the method as published (``index``, no relevance,
-    ``signatures``, no steer)."""
+    no steer)."""
     preset = PRESETS.get(spec, _PUBLISHED)
     return SidecarDefaults(
         function_choice=preset.function_choice,
         relevance_weight=preset.relevance_weight,
-        tool_list=preset.tool_list,
         layout=preset.layout,
         required_values=preset.required_values,
         mentioned_values=preset.mentioned_values,
@@ -281,11 +275,6 @@ def sidecar_wave_defaults(spec: str) -> SidecarDefaults:
 def function_choice(spec: str) -> FunctionChoice:
     """How a sidecar named ``spec`` picks its tool by default (:func:`sidecar_wave_defaults`)."""
     return sidecar_wave_defaults(spec)["function_choice"]
-
-
-def sidecar_tool_list(spec: str) -> ToolList:
-    """How a sidecar named ``spec`` lists the tools by default (:func:`sidecar_wave_defaults`)."""
-    return sidecar_wave_defaults(spec)["tool_list"]
 
 
 def sidecar_required_values(spec: str) -> bool:

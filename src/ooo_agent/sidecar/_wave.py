@@ -19,10 +19,8 @@ from ooo_agent.sidecar.prompts import PromptTemplate
 from ooo_agent.sidecar.relevance import PARAMETER_WEIGHT
 from ooo_agent.sidecar.rows import (
     PROMPT_LAYOUTS,
-    TOOL_LISTS,
     PromptLayout,
     SemanticRow,
-    ToolList,
     assemble_hint,
     build_wave_rows,
     parse_function_index,
@@ -85,8 +83,6 @@ class WaveOptions:
             scores' log-softmax. 0: the sidecar's scores alone.
         relevance_parameter_weight: in that relevance, the weight of the words of the tool's
             parameter names and descriptions; 0: parameters left out.
-        tool_list: how the rows show the tools (:data:`~ooo_agent.sidecar.rows.ToolList`):
-            the format the sidecar model was trained on.
         layout: where the rows' prompts put the conversation
             (:data:`~ooo_agent.sidecar.rows.PromptLayout`): the layout the sidecar model was
             trained on. ``tools-first`` lets a prefix cache serve the listing and earlier
@@ -122,7 +118,6 @@ class WaveOptions:
     function_choice: FunctionChoice = "index"
     relevance_weight: float = 0.0
     relevance_parameter_weight: float = PARAMETER_WEIGHT
-    tool_list: ToolList = "signatures"
     layout: PromptLayout = "dialogue-first"
     required_values: bool = False
     mentioned_values: bool = False
@@ -156,8 +151,6 @@ class WaveOptions:
                 "joint_values needs typed_values (each value written again is held to its "
                 "row's schema, and ends where its value does)"
             )
-        if self.tool_list not in TOOL_LISTS:
-            raise ValueError(f"unknown tool_list {self.tool_list!r} ({', '.join(TOOL_LISTS)})")
         if self.layout not in PROMPT_LAYOUTS:
             raise ValueError(f"unknown layout {self.layout!r} ({', '.join(PROMPT_LAYOUTS)})")
 
@@ -197,7 +190,6 @@ class WavePlan:
             request.messages,
             request.tools,
             direct_call=scored,
-            tool_list=options.tool_list,
             layout=options.layout,
         )
         direct = rows.pop() if scored else None  # the direct-call row is scored, never asked

@@ -182,7 +182,7 @@ class HFSidecar:
 
         ``dtype`` None: :func:`~ooo_agent.models.presets.sidecar_dtype` for ``device``. Without
         ``options``, the preset's ``function_choice`` (``scored`` for the embedded sidecar),
-        ``tool_list`` (the tool listing its adapter was trained on), ``required_values`` and
+        ``required_values`` and
         ``typed_values`` (:func:`~ooo_agent.models.presets.sidecar_wave_defaults`).
         """
         try:
@@ -273,10 +273,9 @@ class HFSidecar:
 
     def tool_choice_scores(self, request: SidecarRequest) -> list[float]:
         """What a scored choice reads, for inspection: each offered tool's name score after
-        the request's direct-call prompt. The listing is ``options.tool_list``."""
+        the request's direct-call prompt."""
         options = WaveOptions(
             function_choice="scored",
-            tool_list=self.options.tool_list,
             layout=self.options.layout,
         )
         plan = WavePlan.build(request, self.template, options)
@@ -495,7 +494,6 @@ class HFSidecar:
             plan.request.messages,
             plan.request.tools,
             direct_call=True,
-            tool_list=self.options.tool_list,
             layout=self.options.layout,
         )[-1]
         return self.template(direct.messages)

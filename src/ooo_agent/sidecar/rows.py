@@ -24,42 +24,25 @@ from ooo_agent.formats._common import loose_function
 from ooo_agent.sidecar.base import Hint, clean_hint_value
 
 __all__ = [
-    "DESCRIPTION_CHARS",
     "PROMPT_LAYOUTS",
     "SIDECAR_SYSTEM",
-    "TOOL_LISTS",
     "PromptLayout",
     "SemanticRow",
-    "ToolList",
     "assemble_hint",
     "build_wave_rows",
     "direct_call_prompt",
     "direct_call_start",
     "function_index_prompt",
     "label_rows",
-    "parameter_note",
     "parse_function_index",
     "parse_slot_value",
     "render_dialogue",
-    "tool_descriptions",
     "tool_signatures",
 ]
 
 SIDECAR_SYSTEM = "You are a helpful assistant. Answer the user's request using the available tools."
 
 RowKind = Literal["function_index", "argument_value", "direct_call"]
-
-ToolList = Literal["signatures", "described", "annotated"]
-"""How the rows show the tools. ``signatures``: ``[0] name(p1, p2)`` (the published format, what
-the upstream adapter reads). ``described``: each signature followed by ``: `` and the tool's
-description (its first :data:`DESCRIPTION_CHARS` characters, cut at a word) — for a small
-sidecar that cannot tell tools apart by their names alone (docs/sidecar.md); argument rows as
-published. ``annotated``: the published listing, and each argument row also states its
-parameter's schema before the question (:func:`parameter_note`: type, required or optional,
-default, allowed values, description) — a small sidecar fills a slot from what the slot is,
-not from its name alone."""
-
-TOOL_LISTS: tuple[ToolList, ...] = ("signatures", "described", "annotated")
 
 PromptLayout = Literal["dialogue-first", "tools-first"]
 """Where a row's prompt puts the conversation. ``dialogue-first``: the dialogue, then the
@@ -70,9 +53,6 @@ every turn of one conversation share the prompt up to the newest turn, so a pref
 serves it (docs/sidecar.md). The answers are the same in both."""
 
 PROMPT_LAYOUTS: tuple[PromptLayout, ...] = ("dialogue-first", "tools-first")
-
-DESCRIPTION_CHARS = 200
-
 
 @dataclass(frozen=True)
 class SemanticRow:
@@ -154,64 +134,8 @@ def tool_signatures(tools: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[
     return signatures
 
 
-def tool_descriptions(tools: Sequence[Mapping[str, Any]]) -> list[str]:
-    """Each OpenAI tool dict's description, whitespace collapsed and cut to
-    :data:`DESCRIPTION_CHARS` characters at a word boundary (``…`` marks a cut)."""
-    return [_cut(str(loose_function(tool).get("description") or "")) for tool in tools]
-
-
-def _cut(text: str, limit: int = DESCRIPTION_CHARS) -> str:
-    text = " ".join(text.split())
-    if len(text) > limit:
-        cut = text[:limit].rsplit(" ", 1)[0] or text[:limit]
-        text = cut.rstrip(" ,;:") + "…"
-    return text
-
-
-def _type_name(schema: Mapping[str, Any]) -> str:
-    kind = schema.get("type")
-    if isinstance(kind, list):
-        return " or ".join(str(k) for k in kind)
-    if kind == "array" and isinstance(schema.get("items"), Mapping):
-        return f"array of {_type_name(schema['items'])}"
-    return str(kind) if kind else "any"
-
-
-def parameter_note(tool: Mapping[str, Any], param: str) -> str:
-    """What an ``annotated`` argument row says of ``param`` before asking for its value:
-    ``integer, required. The length of the second side.`` — its JSON type (``array of string``),
-    required or optional, its default and allowed values where the schema gives them, and its
-    description cut to :data:`DESCRIPTION_CHARS` characters."""
-    params = loose_function(tool).get("parameters") or {}
-    properties = params.get("properties") if isinstance(params, Mapping) else None
-    schema = properties.get(param) if isinstance(properties, Mapping) else None
-    schema = schema if isinstance(schema, Mapping) else {}
-    required = params.get("required") if isinstance(params, Mapping) else None
-    parts = [
-        _type_name(schema),
-        "required" if isinstance(required, list) and param in required else "optional",
-    ]
-    if "default" in schema:
-        parts.append("default " + json.dumps(schema["default"], ensure_ascii=False))
-    enum = schema.get("enum")
-    if isinstance(enum, list) and enum:
-        shown = ", ".join(json.dumps(v, ensure_ascii=False) for v in enum[:12])
-        parts.append(f"one of {shown}" + (", …" if len(enum) > 12 else ""))
-    note = ", ".join(parts) + "."
-    description = _cut(str(schema.get("description") or ""))
-    return f"{note} {description}" if description else note
-
-
-def _indexed_tools(
-    signatures: Sequence[tuple[str, list[str]]], descriptions: Sequence[str] | None = None
-) -> str:
-    lines = []
-    for i, (name, params) in enumerate(signatures):
-        line = f"[{i}] {name}({', '.join(params)})"
-        if descriptions is not None and descriptions[i]:
-            line += f": {descriptions[i]}"
-        lines.append(line)
-    return "\n".join(lines)
+def _indexed_tools(signatures: Sequence[tuple[str, list[str]]]) -> str:
+    return "\n".join(f"[{i}] {name}({', '.join(params)})" for i, (name, params) in enumerate(signatures))
 
 
 def _indexed_params(signatures: Sequence[tuple[str, list[str]]]) -> str:
@@ -222,13 +146,9 @@ def _indexed_params(signatures: Sequence[tuple[str, list[str]]]) -> str:
     )
 
 
-def function_index_prompt(
-    dialogue: str,
-    signatures: Sequence[tuple[str, list[str]]],
-    descriptions: Sequence[str] | None = None,
-) -> str:
+def function_index_prompt(dialogue: str, signatures: Sequence[tuple[str, list[str]]]) -> str:
     return (
-        f"{dialogue}\n\nAvailable tools:\n{_indexed_tools(signatures, descriptions)}\n\n"
+        f"{dialogue}\n\nAvailable tools:\n{_indexed_tools(signatures)}\n\n"
         "Which tool should be called? Respond with only the index number."
     )
 
@@ -238,24 +158,18 @@ def argument_prompt(
     signatures: Sequence[tuple[str, list[str]]],
     index: int,
     param: str,
-    note: str | None = None,
 ) -> str:
     name = signatures[index][0]
-    about = f"Parameter '{param}' of tool [{index}] {name}: {note}\n\n" if note else ""
     return (
-        f"{dialogue}\n\nAvailable tool parameters:\n{_indexed_params(signatures)}\n\n{about}"
+        f"{dialogue}\n\nAvailable tool parameters:\n{_indexed_params(signatures)}\n\n"
         f"What is the value for parameter '{param}' of tool [{index}] {name}? "
         "Respond with a compact JSON value, or the literal string null if not applicable."
     )
 
 
-def direct_call_prompt(
-    dialogue: str,
-    signatures: Sequence[tuple[str, list[str]]],
-    descriptions: Sequence[str] | None = None,
-) -> str:
+def direct_call_prompt(dialogue: str, signatures: Sequence[tuple[str, list[str]]]) -> str:
     return (
-        f"{dialogue}\n\nAvailable tools:\n{_indexed_tools(signatures, descriptions)}\n\n"
+        f"{dialogue}\n\nAvailable tools:\n{_indexed_tools(signatures)}\n\n"
         "What is the complete tool call? Respond with a JSON object."
     )
 
@@ -281,52 +195,36 @@ def build_wave_rows(
     tools: Sequence[Mapping[str, Any]],
     *,
     direct_call: bool = False,
-    tool_list: ToolList = "signatures",
     layout: PromptLayout = "dialogue-first",
 ) -> list[SemanticRow]:
     """The rows of one wave: the function-index row, then one row per (function, parameter)
-    (``tool_list``: how the rows show the tools, :data:`ToolList`; ``layout``: where the
-    dialogue goes, :data:`PromptLayout`)."""
-    if tool_list not in TOOL_LISTS:
-        raise ValueError(f"unknown tool_list {tool_list!r} ({', '.join(TOOL_LISTS)})")
+    (``layout``: where the dialogue goes, :data:`PromptLayout`)."""
     if layout not in PROMPT_LAYOUTS:
         raise ValueError(f"unknown layout {layout!r} ({', '.join(PROMPT_LAYOUTS)})")
     dialogue = render_dialogue(messages)
     signatures = tool_signatures(tools)
-    descriptions = tool_descriptions(tools) if tool_list == "described" else None
     if layout == "tools-first":
-        return _tools_first_rows(tools, dialogue, signatures, descriptions, tool_list, direct_call)
-    rows = [_row("function_index", function_index_prompt(dialogue, signatures, descriptions))]
-    annotated = tool_list == "annotated"
+        return _tools_first_rows(dialogue, signatures, direct_call)
+    rows = [_row("function_index", function_index_prompt(dialogue, signatures))]
     for index, (_, params) in enumerate(signatures):
         for param in params:
-            note = parameter_note(tools[index], param) if annotated else None
-            prompt = argument_prompt(dialogue, signatures, index, param, note)
+            prompt = argument_prompt(dialogue, signatures, index, param)
             rows.append(_row("argument_value", prompt, index, param))
     if direct_call:
-        rows.append(_row("direct_call", direct_call_prompt(dialogue, signatures, descriptions)))
+        rows.append(_row("direct_call", direct_call_prompt(dialogue, signatures)))
     return rows
 
 
 def _tools_first_rows(
-    tools: Sequence[Mapping[str, Any]],
-    dialogue: str,
-    signatures: Sequence[tuple[str, list[str]]],
-    descriptions: Sequence[str] | None,
-    tool_list: ToolList,
-    direct_call: bool,
+    dialogue: str, signatures: Sequence[tuple[str, list[str]]], direct_call: bool
 ) -> list[SemanticRow]:
     """:func:`build_wave_rows` in the ``tools-first`` layout: the questions and answers of
     ``dialogue-first``, after one listing and the dialogue."""
-    listing = _indexed_tools(signatures, descriptions)
+    listing = _indexed_tools(signatures)
     rows = [_row("function_index", _tools_first(listing, dialogue, _WHICH_TOOL))]
     for index, (name, params) in enumerate(signatures):
         for param in params:
-            about = ""
-            if tool_list == "annotated":
-                note = parameter_note(tools[index], param)
-                about = f"Parameter '{param}' of tool [{index}] {name}: {note}\n\n"
-            question = about + _VALUE_QUESTION.format(param=param, index=index, name=name)
+            question = _VALUE_QUESTION.format(param=param, index=index, name=name)
             rows.append(
                 _row("argument_value", _tools_first(listing, dialogue, question), index, param)
             )
@@ -348,7 +246,6 @@ def label_rows(
     tools: Sequence[Mapping[str, Any]],
     call: tuple[str, Mapping[str, Any]],
     *,
-    tool_list: ToolList = "signatures",
     layout: PromptLayout = "dialogue-first",
 ) -> list[tuple[SemanticRow, str]]:
     """Training pairs ``(row, answer)`` for a request whose correct call is ``call``
@@ -359,7 +256,7 @@ def label_rows(
     if selected is None:
         return []
     labelled: list[tuple[SemanticRow, str]] = []
-    rows = build_wave_rows(messages, tools, direct_call=True, tool_list=tool_list, layout=layout)
+    rows = build_wave_rows(messages, tools, direct_call=True, layout=layout)
     for row in rows:
         if row.kind == "function_index":
             answer = str(selected)

@@ -41,10 +41,8 @@ from ooo_agent.sidecar._wave import FunctionChoice, WaveOptions, WaveReport
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
 from ooo_agent.sidecar.rows import (
     PROMPT_LAYOUTS,
-    TOOL_LISTS,
     PromptLayout,
     SemanticRow,
-    ToolList,
     build_wave_rows,
 )
 from ooo_agent.train._sidecar_labels import (
@@ -117,13 +115,11 @@ def predict(
         answer = None
         if direct is not None:
             options = getattr(sidecar, "options", None)
-            tool_list: ToolList = getattr(options, "tool_list", "signatures")
             layout: PromptLayout = getattr(options, "layout", "dialogue-first")
             row = build_wave_rows(
                 request.messages,
                 request.tools,
                 direct_call=True,
-                tool_list=tool_list,
                 layout=layout,
             )[-1]
             answer = direct(row)
@@ -281,14 +277,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "out, as before 2026-12-06)",
     )
     parser.add_argument(
-        "--tool-list",
-        choices=("auto", *TOOL_LISTS),
-        default="auto",
-        help="how the rows show the tools, as the adapter was trained (WaveOptions.tool_list: "
-        "signatures, described or annotated); auto (default): the preset's own, else "
-        "signatures",
-    )
-    parser.add_argument(
         "--layout",
         choices=("auto", *PROMPT_LAYOUTS),
         default="auto",
@@ -421,7 +409,7 @@ def run_from_args(args: argparse.Namespace) -> int:
 
 def wave_fields(args: argparse.Namespace) -> SidecarDefaults:
     """The sidecar's ``WaveOptions`` fields from ``--function-choice``, ``--relevance-weight``,
-    ``--tool-list``, ``--required-values``, ``--mentioned-values`` and ``--typed-values``; each
+    ``--required-values``, ``--mentioned-values`` and ``--typed-values``; each
     ``auto`` (or absent weight) is the preset's own setting
     (:func:`~ooo_agent.models.presets.sidecar_wave_defaults`), else the method as published."""
     from ooo_agent.models.presets import sidecar_wave_defaults
@@ -433,8 +421,6 @@ def wave_fields(args: argparse.Namespace) -> SidecarDefaults:
         fields["relevance_weight"] = args.relevance_weight
     elif fields["function_choice"] == "index":
         fields["relevance_weight"] = 0.0  # the function-index row gives no scores to add it to
-    if args.tool_list != "auto":
-        fields["tool_list"] = cast(ToolList, args.tool_list)
     if getattr(args, "layout", "auto") != "auto":
         fields["layout"] = cast(PromptLayout, args.layout)
     if args.required_values != "auto":

@@ -53,7 +53,7 @@ from typing import Any
 from ooo_agent.decoding.flags import add_constraint_options, constraint_options
 from ooo_agent.errors import OooAgentError
 from ooo_agent.sidecar.prompts import PromptTemplate, template_from_tokenizer
-from ooo_agent.sidecar.rows import PROMPT_LAYOUTS, TOOL_LISTS, PromptLayout, ToolList, label_rows
+from ooo_agent.sidecar.rows import PROMPT_LAYOUTS, PromptLayout, label_rows
 from ooo_agent.train._sidecar_labels import (
     LabelledRequest,
     LabellingTarget,
@@ -110,7 +110,6 @@ def sidecar_rows(
     counts: RowCounts | None = None,
     single_tool_index: bool = False,
     index_permutations: int = 0,
-    tool_list: ToolList = "signatures",
     permuted_direct: bool = False,
     layout: PromptLayout = "dialogue-first",
 ) -> list[dict[str, str]]:
@@ -131,9 +130,7 @@ def sidecar_rows(
     row in whatever order the request lists its tools; without these rows a small sidecar
     learns the position (``0`` is the most frequent answer) rather than the tool.
 
-    ``tool_list``: how the function-index and direct-call rows list the tools
-    (:data:`ooo_agent.sidecar.rows.ToolList`); ``layout``: where the prompts put the
-    dialogue (:data:`ooo_agent.sidecar.rows.PromptLayout`); the sidecar must be asked the
+    ``layout``: where the prompts put the dialogue (:data:`ooo_agent.sidecar.rows.PromptLayout`); the sidecar must be asked the
     same way.
 
     ``permuted_direct``: each reordered listing also gives a direct-call row (kind
@@ -153,7 +150,6 @@ def sidecar_rows(
             counts=counts,
             single_tool_index=single_tool_index,
             index_permutations=index_permutations,
-            tool_list=tool_list,
             permuted_direct=permuted_direct,
             layout=layout,
         )
@@ -172,7 +168,6 @@ def _kinded_rows(
     counts: RowCounts | None = None,
     single_tool_index: bool = False,
     index_permutations: int = 0,
-    tool_list: ToolList = "signatures",
     permuted_direct: bool = False,
     layout: PromptLayout = "dialogue-first",
 ) -> list[tuple[str, dict[str, str]]]:
@@ -193,7 +188,7 @@ def _kinded_rows(
         if selected is not None and len(names) > 1:
             for tools in _tool_orders(item.request.tools, index_permutations, orders_rng):
                 for row, answer in label_rows(
-                    item.request.messages, tools, item.call, tool_list=tool_list, layout=layout
+                    item.request.messages, tools, item.call, layout=layout
                 ):
                     if row.kind == "function_index" or (
                         row.kind == "direct_call" and permuted_direct
@@ -213,7 +208,6 @@ def _kinded_rows(
             item.request.messages,
             item.request.tools,
             item.call,
-            tool_list=tool_list,
             layout=layout,
         ):
             if row.kind == "direct_call" and not direct_call:
@@ -343,7 +337,6 @@ def build_sidecar_data(
     index_permutations: int = 0,
     index_rows_first: bool = False,
     index_only: bool = False,
-    tool_list: ToolList = "signatures",
     permuted_direct: bool = False,
     choice_only: bool = False,
     layout: PromptLayout = "dialogue-first",
@@ -396,7 +389,6 @@ def build_sidecar_data(
             counts=item_counts,
             single_tool_index=False,
             index_permutations=index_permutations,
-            tool_list=tool_list,
             permuted_direct=permuted_direct,
             layout=layout,
         )
@@ -439,7 +431,6 @@ def build_sidecar_data(
             tokenizer,
             other_null_fraction=other_null_fraction,
             seed=seed,
-            tool_list=tool_list,
             permuted_direct=permuted_direct,
             layout=layout,
         )
@@ -472,7 +463,6 @@ def build_sidecar_data(
         "index_permutations": index_permutations,
         "index_rows_first": index_rows_first,
         "index_only": index_only,
-        "tool_list": tool_list,
         "layout": layout,
         "permuted_direct": permuted_direct,
         "choice_only": choice_only,
@@ -603,15 +593,6 @@ def build_parser() -> argparse.ArgumentParser:
         "epoch that trains the choice of tool for a scored choice",
     )
     parser.add_argument(
-        "--tool-list",
-        choices=TOOL_LISTS,
-        default="signatures",
-        help="how the rows show the tools: signatures (the published format), described (the "
-        "function-index and direct-call rows list each tool with its description) or "
-        "annotated (each argument row states its parameter's schema); the sidecar is then "
-        "asked the same way (default: %(default)s)",
-    )
-    parser.add_argument(
         "--layout",
         choices=PROMPT_LAYOUTS,
         default="dialogue-first",
@@ -679,7 +660,6 @@ def _run(args: argparse.Namespace) -> int:
         index_permutations=args.index_permutations,
         index_rows_first=args.index_rows_first,
         index_only=args.index_only,
-        tool_list=args.tool_list,
         permuted_direct=args.permuted_direct,
         choice_only=args.choice_only,
         layout=args.layout,
