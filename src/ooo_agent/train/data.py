@@ -55,6 +55,7 @@ from ooo_agent.bench.datasets import (
     multi_turn_function_names,
 )
 from ooo_agent.formats.base import ChatFormat
+from ooo_agent.messages import user_text
 from ooo_agent.train.examples import TrainRequest
 from ooo_agent.train.generated import NO_TOOL_ANSWER, generate_requests
 from ooo_agent.train.generated_agent import generate_agent_requests
@@ -154,11 +155,6 @@ def live_requests(
                 )
             )
     return requests, defective
-
-
-def user_text(messages: Sequence[Mapping[str, Any]]) -> str:
-    """The user's words in a conversation (what an argument value may be copied from)."""
-    return "\n".join(str(m.get("content") or "") for m in messages if m.get("role") == "user")
 
 
 _WORD = re.compile(r"[A-Za-z][a-z]+|[A-Z]+(?![a-z])|\d+")
