@@ -154,8 +154,7 @@ def _add_bench_parser(subparsers: Subparsers) -> None:
         help="benchmark vanilla vs ToolSpec vs OoO-Spec (vs HF prompt lookup) end to end",
         description="Run BFCL requests through every decoding mode on the same model, "
         "interleaved, and report latency from arrival to validated calls, forward passes, "
-        "identity with vanilla and AST accuracy (table, JSONL, JSON, PNG). "
-        "'ooo-agent bench engine ...' runs the decoding-engine micro-benchmark.",
+        "identity with vanilla and AST accuracy (table, JSONL, JSON, PNG).",
     )
     add_arguments(parser)
     parser.set_defaults(handler=_cmd_bench)
