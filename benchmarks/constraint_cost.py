@@ -5,8 +5,8 @@ Replays the outputs of an evaluation report (``python -m ooo_agent.train.eval_ta
 with the embedded target's tokenizer, the output's own token standing as the argmax at every
 position (the common case: allowed, one decode and one scan), for each kind of constraint
 (``names+mentioned``: the arguments constraint with the optional parameters the request names
-counted as required, :mod:`ooo_agent.decoding.mentions`; ``names+mentioned+values``: and the
-values held to the tool's and the request's conventions, :mod:`ooo_agent.decoding.conventions`;
+counted as required, :mod:`ooo_agent.rules.mentions`; ``names+mentioned+values``: and the
+values held to the tool's and the request's conventions, :mod:`ooo_agent.rules.conventions`;
 finding them is timed too):
 
     python benchmarks/constraint_cost.py --report simple-args.json --category simple_python
@@ -28,9 +28,9 @@ import torch
 from ooo_agent.bench.datasets import load_bfcl
 from ooo_agent.decoding.codec import TokenizerCodec
 from ooo_agent.decoding.constraint import CallConstraint
-from ooo_agent.decoding.conventions import with_value_conventions
-from ooo_agent.decoding.mentions import with_mentioned_required
 from ooo_agent.formats import HermesFormat
+from ooo_agent.rules.conventions import with_value_conventions
+from ooo_agent.rules.mentions import with_mentioned_required
 
 KINDS: dict[str, dict[str, bool]] = {
     "names": {"names": True},

@@ -1,22 +1,22 @@
 """How often BFCL's answers follow the value conventions ``constrain_values`` holds a call to.
 
 For every item of the given BFCL categories and every argument of its gold calls that a rule of
-:mod:`ooo_agent.decoding.conventions` touches, one count: does an acceptable value keep the
+:mod:`ooo_agent.rules.conventions` touches, one count: does an acceptable value keep the
 rule?
 
 - **rates**: a rate parameter of a request that states percentages
-  (:func:`~ooo_agent.decoding.percentages.fraction_rates`): ``kept`` when an acceptable value is
+  (:func:`~ooo_agent.rules.percentages.fraction_rates`): ``kept`` when an acceptable value is
   among the values the rule offers (the stated percentages as fractions, the decimals between
   -1 and 1 the request writes);
 - **places**: a parameter asked for as "City, State"
-  (:func:`~ooo_agent.decoding.conventions.place_parameters`): ``kept`` when an acceptable value
+  (:func:`~ooo_agent.rules.conventions.place_parameters`): ``kept`` when an acceptable value
   holds a comma and something after it;
 - **amounts**: a number argument of a request that writes an amount whole ("$2,000,000", "213
   million"): ``kept`` when no acceptable value is among the numbers the rule rules out
-  (:func:`~ooo_agent.decoding.conventions.truncated_amounts`), ``whole`` counting the answers
+  (:func:`~ooo_agent.rules.conventions.truncated_amounts`), ``whole`` counting the answers
   that carry such an amount;
 - **options**: a parameter whose ``enum`` (or array items' ``enum``) holds options the request
-  names (:func:`~ooo_agent.decoding.conventions.named_options`): ``kept`` when an acceptable
+  names (:func:`~ooo_agent.rules.conventions.named_options`): ``kept`` when an acceptable
   value is one of the named options (an array: holds only named options).
 
 An argument whose every acceptable value is ``""`` (left out) is not counted. No model runs:
@@ -36,15 +36,15 @@ from pathlib import Path
 from typing import Any
 
 from ooo_agent.bench.datasets import BenchItem, load_bfcl
-from ooo_agent.decoding.conventions import (
+from ooo_agent.errors import DatasetError
+from ooo_agent.rules.conventions import (
     PLACE_PATTERN,
     named_options,
     place_parameters,
     truncated_amounts,
     with_value_conventions,
 )
-from ooo_agent.decoding.percentages import fraction_rates, stated_percentages
-from ooo_agent.errors import DatasetError
+from ooo_agent.rules.percentages import fraction_rates, stated_percentages
 
 RULES = ("rates", "options", "places", "amounts")
 

@@ -4,7 +4,7 @@ For every single-call item of the given BFCL categories, each optional parameter
 call's tool is put in one of three classes by BFCL's possible answers — **must write** (no
 ``""`` among the acceptable values), **may write** (``""`` and other values), **must leave
 out** (only ``""``, or the parameter not listed) — and counted as named or not by
-:func:`ooo_agent.decoding.mentions.mentioned_parameters` (what ``HFTarget(constrain_mentioned=
+:func:`ooo_agent.rules.mentions.mentioned_parameters` (what ``HFTarget(constrain_mentioned=
 True)`` then requires). No model runs:
 
     python benchmarks/mentions.py --categories live_simple,live_multiple
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ooo_agent.bench.datasets import BenchItem, load_bfcl
-from ooo_agent.decoding.mentions import mentioned_parameters
 from ooo_agent.errors import DatasetError
+from ooo_agent.rules.mentions import mentioned_parameters
 
 CLASSES = ("must write", "may write", "must leave out")
 

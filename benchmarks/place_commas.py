@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ooo_agent.decoding.conventions import free_string
+from ooo_agent.rules.conventions import free_string
 from ooo_agent.sidecar.relevance import user_text
 
 

@@ -21,7 +21,7 @@ The label file is an ``eval_target --labels-out`` file of a BFCL category (its i
 category's), the report ``eval-sidecar``'s JSON for it with target labels.
 
 ``--optionals`` also splits the rows of the target's tool's *optional* parameters by whether
-the request names them (:func:`~ooo_agent.decoding.mentions.mentioned_parameters`) and
+the request names them (:func:`~ooo_agent.rules.mentions.mentioned_parameters`) and
 whether the target wrote them, counting the sidecar's null, the target's value and another
 value (docs/lab-notes/2026-12-04-sidecar-tool-choice-and-rows.md §2.0zzzzzzzzzzz). ``--against OTHER`` counts the rows this report
 gets right and ``OTHER`` (another ``eval-sidecar`` report on the same labels) does not, and
@@ -41,7 +41,7 @@ from typing import Any
 from ooo_agent import canonical_arguments
 from ooo_agent.bench.ast_check import argument_ok
 from ooo_agent.bench.datasets import BenchItem
-from ooo_agent.decoding.mentions import mentioned_parameters
+from ooo_agent.rules.mentions import mentioned_parameters
 from ooo_agent.sidecar.rows import parse_slot_value, tool_signatures
 
 GROUPS = ("target right", "target wrong", "target's tool not gold")

@@ -32,10 +32,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from ooo_agent.sidecar.relevance import user_text
-from ooo_agent.sidecar.slots import parameter_schemas
-from ooo_agent.sidecar.values import copies_words
-from ooo_agent.sidecar.words import (
+from ooo_agent.rules.words import (
     case_kept,
     dates_stated,
     described_date_form,
@@ -46,6 +43,9 @@ from ooo_agent.sidecar.words import (
     stated_dates,
     words_copied_whole,
 )
+from ooo_agent.sidecar.relevance import user_text
+from ooo_agent.sidecar.slots import parameter_schemas
+from ooo_agent.sidecar.values import copies_words
 
 
 def _target_tool(label: Mapping[str, Any]) -> tuple[int, Mapping[str, Any]] | None:

@@ -12,6 +12,7 @@ import anyio.to_thread
 import pytest
 
 from ooo_agent import CallErrorKind, FastToolCaller, Hint, HintBox, SidecarRequest, tool
+from ooo_agent.rules import Rule, RuledTools, rules_named
 from ooo_agent.targets.base import Generation, Mode, TargetRequest
 from ooo_agent.targets.replay import ReplayTarget
 
@@ -168,16 +169,47 @@ async def test_the_wave_request_says_whether_the_target_writes_named_optionals()
     seen = []
     for constrain in (None, True, False):
         target = SpeculativeReplay([CALL], steps=1, step_s=0.0)
-        if constrain is not None:
-            target.constrain_mentioned = constrain  # type: ignore[attr-defined]
-            target.constrain_values = constrain  # type: ignore[attr-defined]
+        if constrain is not None:  # a target with rules of its own, all or none
+            target.rules = rules_named(["mentioned", "values"] if constrain else [])  # type: ignore[attr-defined]
         sidecar = Recording()
         await FastToolCaller(target, sidecar).call([], [add])
         (request,) = sidecar.requests
         seen.append((request.named_optionals, request.value_conventions))
-    # Unknown for a target without the setting; the HFTarget setting where there is one. Value
-    # conventions only where the target is known to hold values to them.
+    # Unknown for a target without rules; its rules where it has them. Value conventions only
+    # where the target is known to hold values to them.
     assert seen == [(None, False), (True, True), (False, False)]
+
+
+async def test_the_target_and_the_wave_read_one_ruling_made_once() -> None:
+    class Counted(Rule):
+        name = "counted"
+        runs = 0
+
+        def rewrite(self, ruled: RuledTools, tools: Any) -> Any:
+            Counted.runs += 1
+            return [{**tools[0], "seen": True}]
+
+    class Recording(ScriptedSidecar):
+        def __init__(self) -> None:
+            super().__init__("ok")
+            self.ruled: list[Any] = []
+
+        async def wave(self, request: SidecarRequest, box: HintBox) -> Any:
+            self.ruled.append(request.ruled and request.ruled.tools)
+            return await super().wave(request, box)
+
+    class Ruled(SpeculativeReplay):
+        rules = (Counted(),)
+
+        async def generate(self, request: Any) -> Any:
+            read.append(request.ruled.tools)
+            return await super().generate(request)
+
+    read: list[Any] = []
+    sidecar = Recording()
+    await FastToolCaller(Ruled([CALL], steps=1, step_s=0.0), sidecar).call([], [add])
+    assert Counted.runs == 1
+    assert read == sidecar.ruled and read[0][0]["seen"] is True
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from embedded_modes import held_in_every_mode
-from ooo_agent.decoding.conventions import (
+from ooo_agent.rules.conventions import (
     PLACE_PATTERN,
     named_options,
     place_parameters,

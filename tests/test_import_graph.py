@@ -144,19 +144,11 @@ def describe(graph: Graph, component: frozenset[str]) -> str:
 
 GRAPH = import_graph()
 
-KNOWN_CYCLES = {
-    frozenset({"ooo_agent.decoding.mentions", "ooo_agent.sidecar.words"}): (
-        "decoding/mentions.py ↔ sidecar/words.py: the rule layer breaks it"
-    ),
-}
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 FORBIDDEN_FOR_DECODING = ("ooo_agent.tools", "ooo_agent.sidecar")
 
 KNOWN_DECODING_EXITS = {
-    ("ooo_agent.decoding.conventions", "ooo_agent.sidecar.relevance"): "rule layer",
-    ("ooo_agent.decoding.mentions", "ooo_agent.sidecar.relevance"): "rule layer",
-    ("ooo_agent.decoding.mentions", "ooo_agent.sidecar.words"): "rule layer",
-    ("ooo_agent.decoding.percentages", "ooo_agent.sidecar.relevance"): "rule layer",
     ("ooo_agent.decoding.drafts.hint", "ooo_agent.sidecar.base"): "the Hint, HintBox types",
     (
         "ooo_agent.decoding.constraint",

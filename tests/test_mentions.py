@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from embedded_modes import held_in_every_mode
-from ooo_agent.decoding.mentions import mentioned_parameters, with_mentioned_required
+from ooo_agent.rules.mentions import mentioned_parameters, with_mentioned_required
 
 CIRCLE = {
     "type": "function",
@@ -163,7 +163,7 @@ def test_the_embedded_target_writes_the_named_unit_in_every_mode(
 def test_options_are_enums_and_the_values_a_description_offers(
     schema: object, expected: list[str]
 ) -> None:
-    from ooo_agent.decoding.mentions import options
+    from ooo_agent.rules.mentions import options
 
     assert options(schema) == expected
 
@@ -188,7 +188,7 @@ def test_a_value_the_description_offers_names_its_parameter() -> None:
 
 
 def test_quotes_pair_up_and_apostrophes_start_none() -> None:
-    from ooo_agent.decoding.mentions import options
+    from ooo_agent.rules.mentions import options
 
     described = {"description": "The user's unit ('km' or 'miles'), \"metric\" by default."}
     assert options(described) == ["km", "miles", "metric"]

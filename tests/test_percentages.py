@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from embedded_modes import held_in_every_mode
-from ooo_agent.decoding.percentages import (
+from ooo_agent.rules.percentages import (
     fraction_rates,
     stated_percentages,
     with_fraction_rates,

@@ -17,6 +17,7 @@ pytest.importorskip("transformers")
 import anyio  # noqa: E402
 
 from ooo_agent.errors import ModelNotAvailableError  # noqa: E402
+from ooo_agent.rules import RuledTools, rules_named  # noqa: E402
 from ooo_agent.sidecar import Hint, HintBox, SidecarRequest, WaveOptions  # noqa: E402
 from ooo_agent.sidecar._wave import WaveAssembler, WavePlan  # noqa: E402
 from ooo_agent.sidecar.batch import (  # noqa: E402
@@ -87,6 +88,11 @@ def _splitting_stop_token(free: list[RowResult], max_new: int) -> int:
     best = max(candidates, key=lambda t: (len(lengths(t)), -t))
     assert len(lengths(best)) > 1, "the random model gave every row the same output"
     return best
+
+
+def _values_ruled(messages: Any, tools: Any, on: bool) -> RuledTools | None:
+    """The ruling of a target holding values to the ``values`` rule (None: rules not known)."""
+    return RuledTools(messages, tools, rules_named(["values"])) if on else None
 
 
 def test_template_matches_chatml(tokenizer: Any) -> None:
@@ -883,11 +889,8 @@ def test_mentioned_values_keep_a_named_optional_parameters_row_from_answering_nu
     unit = answers["Weather in Paris, and in which unit?"]["0.unit"]
     assert unit and not unit.startswith("n"), unit  # named: never null, nor empty
     # A target known to leave named optionals to the model: the row may answer null again.
-    request = SidecarRequest(
-        [{"role": "user", "content": "Weather in Paris, and in which unit?"}],
-        [tool],
-        named_optionals=False,
-    )
+    asked = [{"role": "user", "content": "Weather in Paris, and in which unit?"}]
+    request = SidecarRequest(asked, [tool], ruled=RuledTools(asked, [tool]))  # no `mentioned`
     model = ScriptedLM(make_model("qwen3", len(tokenizer)), script, null[0])
     sidecar = HFSidecar(model, tokenizer, options=WaveOptions(mentioned_values=True))
     assert anyio.run(sidecar.run_wave, request, HintBox()).answers["0.unit"] == "null"
@@ -1022,7 +1025,9 @@ def test_typed_rows_follow_a_target_that_holds_values_to_conventions(tokenizer: 
         # Every row's likeliest answer is `5`, then the end of the turn.
         model = ScriptedLM(make_model("qwen3", len(tokenizer)), {five: end}, five)
         sidecar = HFSidecar(model, tokenizer, options=WaveOptions(typed_values=True))
-        request = SidecarRequest(messages, [tool], value_conventions=conventions)
+        request = SidecarRequest(
+            messages, [tool], ruled=_values_ruled(messages, [tool], conventions)
+        )
         answers[conventions] = anyio.run(sidecar.run_wave, request, HintBox()).answers["0.rate"]
     assert answers == {False: "5", True: "0.05"}
 
@@ -1061,9 +1066,8 @@ def _boston_answers(tokenizer: Any, description: str) -> dict[tuple[str, bool], 
             )
             model = ScriptedLM(inner, table, ids['Ġ"'])
             sidecar = HFSidecar(model, tokenizer, options=WaveOptions(typed_values=True))
-            request = SidecarRequest(
-                [{"role": "user", "content": text}], [tool], value_conventions=conventions
-            )
+            said = [{"role": "user", "content": text}]
+            request = SidecarRequest(said, [tool], ruled=_values_ruled(said, [tool], conventions))
             answers[text, conventions] = anyio.run(sidecar.run_wave, request, HintBox()).answers[
                 "0.city"
             ]
@@ -1090,9 +1094,8 @@ def test_whole_words_hold_the_rows_that_copy_the_requests_words(tokenizer: Any) 
     for whole_words in (False, True):
         for conventions in (False, True):
             options = WaveOptions(typed_values=True, whole_words=whole_words)
-            request = SidecarRequest(
-                [{"role": "user", "content": text}], [tool], value_conventions=conventions
-            )
+            said = [{"role": "user", "content": text}]
+            request = SidecarRequest(said, [tool], ruled=_values_ruled(said, [tool], conventions))
             plan = WavePlan.build(request, template, options)
             _, constraints = HFSidecar(model, tokenizer, options=options)._steers(plan)
             assert constraints is not None

@@ -8,8 +8,7 @@ from collections.abc import Sequence
 import pytest
 import torch
 
-from ooo_agent.sidecar.values import ValueConstraint, comma_free_place, copies_words
-from ooo_agent.sidecar.words import (
+from ooo_agent.rules.words import (
     dates_stated,
     described_date_form,
     in_request_case,
@@ -18,6 +17,7 @@ from ooo_agent.sidecar.words import (
     word_rest,
     words_copied_whole,
 )
+from ooo_agent.sidecar.values import ValueConstraint, comma_free_place, copies_words
 
 VOCAB = [*'"ab12.[], nutrelxL', "<end>"]  # one character a token, then the end of the turn
 END = VOCAB.index("<end>")

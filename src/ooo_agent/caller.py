@@ -30,6 +30,7 @@ from anyio.abc import TaskGroup
 from ooo_agent.calls import CallError, CallErrorKind, CallResult, RawCall, SidecarStats, ToolCall
 from ooo_agent.formats.base import ChatFormat
 from ooo_agent.observability import call_started, record_call
+from ooo_agent.rules import RuledTools
 from ooo_agent.sidecar.base import Hint, HintBox, Sidecar, SidecarRequest, clean_hint
 from ooo_agent.targets.base import (
     Generation,
@@ -194,6 +195,7 @@ class FastToolCaller:
                 max_new_tokens=max_new_tokens or self.max_new_tokens,
                 hint_box=box,  # hints are read in mode "ooo"; a decline is told in every mode
                 arrival=arrival,
+                ruled=_ruling(self.target, history, tool_dicts),
             )
             generation, decoded_at, joined_at = await self._generate(
                 request, box, stats.sidecar, speculator if preexecute else None
@@ -270,18 +272,14 @@ class FastToolCaller:
         async with anyio.create_task_group() as tg:
             if box is not None and self.sidecar is not None:
                 sidecar_stats.status = "running"
-                named = getattr(self.target, "constrain_mentioned", None)
                 forced = chosen_tool(request.tool_choice)
                 # A named tool_choice leaves the sidecar nothing to choose: it predicts that
                 # tool's arguments only (a hint for another tool could never be used).
                 tools = request.tools if forced is None else tools_named(request.tools, forced)
-                wave_request = SidecarRequest(
-                    request.messages,
-                    tools,
-                    request.arrival,
-                    named_optionals=named if isinstance(named, bool) else None,
-                    value_conventions=getattr(self.target, "constrain_values", False) is True,
-                )
+                ruled = request.ruled
+                if ruled is not None and forced is not None:
+                    ruled = ruled.only(forced)
+                wave_request = SidecarRequest(request.messages, tools, request.arrival, ruled=ruled)
                 tg.start_soon(self._run_wave, self.sidecar, wave_request, box, sidecar_stats, speculator)
                 if speculator is not None:  # the target's first call names its tool: only
                     box.on_target_function(_loop_listener(speculator.keep_only))  # that one runs
@@ -472,6 +470,15 @@ def _on_event_loop(
             speculator.discard()
 
     return _loop_listener(stop)
+
+
+def _ruling(
+    target: Target, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+) -> RuledTools | None:
+    """The request's tools under the target's rules (``target.rules``), made once for the
+    target and the sidecar alike; None for a target without rules of its own."""
+    rules = getattr(target, "rules", None)
+    return None if rules is None else RuledTools(messages, tools, rules)
 
 
 def _loop_listener(action: Callable[[str], None]) -> Callable[[str], None]:

@@ -30,6 +30,7 @@ from ooo_agent.bench.report import RequestRecord
 from ooo_agent.caller import FastToolCaller
 from ooo_agent.calls import CallResult
 from ooo_agent.errors import OooAgentError
+from ooo_agent.rules import Rule
 from ooo_agent.targets.base import Generation, Mode, Target, TargetRequest
 
 if TYPE_CHECKING:
@@ -70,17 +71,12 @@ class RecordingTarget:
     def modes(self) -> tuple[Mode, ...]:
         return tuple(self.inner.modes)
 
-    # FastToolCaller reads these off its target to tell the sidecar how the target decodes
-    # (``SidecarRequest.named_optionals`` / ``value_conventions``); a wrapper that hid them
-    # would send every bench wave without the value conventions.
+    # FastToolCaller reads the target's rules to apply them once for the target and the
+    # sidecar (``TargetRequest.ruled``); a wrapper that hid them would send every bench wave
+    # without them.
     @property
-    def constrain_mentioned(self) -> bool | None:
-        value = getattr(self.inner, "constrain_mentioned", None)
-        return value if isinstance(value, bool) else None
-
-    @property
-    def constrain_values(self) -> bool:
-        return getattr(self.inner, "constrain_values", False) is True
+    def rules(self) -> tuple[Rule, ...] | None:
+        return getattr(self.inner, "rules", None)
 
     async def generate(self, request: TargetRequest) -> Generation:
         self.last = None

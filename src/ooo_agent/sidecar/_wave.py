@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ooo_agent.formats._common import loose_function
+from ooo_agent.rules.mentions import mentioned_of, mentioned_parameters
+from ooo_agent.rules.words import case_kept, in_request_case
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
 from ooo_agent.sidecar.prompts import PromptTemplate
 from ooo_agent.sidecar.relevance import PARAMETER_WEIGHT
@@ -28,7 +30,6 @@ from ooo_agent.sidecar.rows import (
     tool_signatures,
 )
 from ooo_agent.sidecar.slots import SlotCheck, slot_checker
-from ooo_agent.sidecar.words import case_kept, in_request_case
 
 __all__ = [
     "FUNCTION_CHOICES",
@@ -90,7 +91,7 @@ class WaveOptions:
         required_values: a *required* parameter's row may not answer ``null``. In-process
             sidecars only.
         mentioned_values: the same for an *optional* parameter the user's messages name
-            (:func:`~ooo_agent.decoding.mentions.mentioned_parameters`), skipped where the
+            (:func:`~ooo_agent.rules.mentions.mentioned_parameters`), skipped where the
             request's ``named_optionals`` is ``False``. In-process sidecars only.
         typed_values: each argument row's answer is held, token by token, to its parameter's
             schema (:class:`~ooo_agent.sidecar.values.ValueConstraint`). In-process sidecars
@@ -100,11 +101,11 @@ class WaveOptions:
         whole_words: with ``typed_values`` and ``SidecarRequest.value_conventions``, a row
             that starts copying a word of the request finishes it, and a string written as an
             ISO date is one the request states
-            (:func:`~ooo_agent.sidecar.words.words_copied_whole`,
-            :func:`~ooo_agent.sidecar.words.dates_stated`). In-process sidecars only.
+            (:func:`~ooo_agent.rules.words.words_copied_whole`,
+            :func:`~ooo_agent.rules.words.dates_stated`). In-process sidecars only.
         request_case: a string the sidecar capitalises where the request writes the same words
             only in lower case takes the request's case
-            (:func:`~ooo_agent.sidecar.words.in_request_case`). Any backend.
+            (:func:`~ooo_agent.rules.words.in_request_case`). Any backend.
         joint_values: with ``typed_values``, the chosen tool's numbers, and strings that repeat
             an earlier string of the call, are written again in a direct-call answer that
             reads the values before them; such a value replaces its row's answer. The call's
@@ -172,7 +173,7 @@ class WavePlan:
     request does not name (``WaveOptions.unnamed_nulls``); their rows are not in ``rows``."""
     named: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Per tool name, the optional parameters the request names
-    (:func:`~ooo_agent.decoding.mentions.mentioned_parameters`), computed once per wave when
+    (:func:`~ooo_agent.rules.mentions.mentioned_parameters`), computed once per wave when
     ``mentioned_values`` or ``unnamed_nulls`` reads them; else empty."""
     cased: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """``WaveOptions.request_case``: by row key, the rows whose answers take the request's
@@ -203,9 +204,7 @@ class WavePlan:
             choice = template(direct.messages)
         named: dict[str, tuple[str, ...]] = {}
         if options.mentioned_values or options.unnamed_nulls:
-            from ooo_agent.decoding.mentions import mentioned_parameters
-
-            named = mentioned_parameters(request.messages, request.tools)
+            named = _mentioned(request)
         implied: dict[str, str] = {}
         if options.unnamed_nulls:
             rows, implied = _without_unnamed_optionals(request, rows, named)
@@ -216,11 +215,20 @@ class WavePlan:
         )
 
 
+def _mentioned(request: SidecarRequest) -> dict[str, tuple[str, ...]]:
+    """Per offered tool name, the optional parameters the request names: the request's
+    ruling's, computed once for the target's rules and the wave (else computed here)."""
+    if request.ruled is None:
+        return mentioned_parameters(request.messages, request.tools)
+    offered = {name for name, _ in tool_signatures(request.tools)}
+    return {name: keys for name, keys in mentioned_of(request.ruled).items() if name in offered}
+
+
 def _cased_rows(
     request: SidecarRequest, rows: Sequence[SemanticRow]
 ) -> tuple[dict[str, tuple[str, ...]], str]:
     """The argument rows whose answers take the request's case (by key, with their parameter's
-    options: :func:`~ooo_agent.sidecar.words.case_kept`) and the user's words."""
+    options: :func:`~ooo_agent.rules.words.case_kept`) and the user's words."""
     from ooo_agent.sidecar.relevance import user_text
     from ooo_agent.sidecar.slots import parameter_schemas
 

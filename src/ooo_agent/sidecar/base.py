@@ -16,9 +16,12 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ooo_agent._json import not_json_data, plain_json
+
+if TYPE_CHECKING:
+    from ooo_agent.rules.base import RuledTools
 
 __all__ = [
     "Hint",
@@ -70,17 +73,25 @@ class SidecarRequest:
     tools: Sequence[Mapping[str, Any]]
     arrival: float = field(default_factory=time.perf_counter)
     """``time.perf_counter()`` at the request's arrival; latencies are measured from it."""
-    named_optionals: bool | None = None
-    """Whether the target writes every optional parameter the request names (an ``HFTarget``
-    with ``constrain_mentioned``): ``False`` turns ``WaveOptions.mentioned_values`` off for this
-    request; ``None`` (not known) leaves it to the option. ``FastToolCaller`` sets it from its
-    target's ``constrain_mentioned`` where the target has one."""
-    value_conventions: bool = False
-    """Whether the target holds values to the conventions of
-    :func:`ooo_agent.decoding.conventions.with_value_conventions` (an ``HFTarget`` with
-    ``constrain_values``): a sidecar with ``WaveOptions.typed_values`` then holds its argument
-    rows to the same (a rate stated in percent as a fraction, …), so its hint is the target's
-    value. ``FastToolCaller`` sets it from its target's ``constrain_values``."""
+    ruled: RuledTools | None = None
+    """The tools as the target's rules rewrite them for this request (aligned with ``tools``;
+    ``FastToolCaller`` hands the target and the sidecar the same one, so the rules run once):
+    ``None`` where the target's rules are not known."""
+
+    @property
+    def named_optionals(self) -> bool | None:
+        """Whether the target writes every optional parameter the request names (its rules
+        include ``mentioned``): ``False`` turns ``WaveOptions.mentioned_values`` off for this
+        request; ``None`` (rules not known) leaves it to the option."""
+        return None if self.ruled is None else self.ruled.has("mentioned")
+
+    @property
+    def value_conventions(self) -> bool:
+        """Whether the target holds values to the ``values`` rule
+        (:mod:`ooo_agent.rules.conventions`): a sidecar with ``WaveOptions.typed_values`` then
+        holds its argument rows to the same (a rate stated in percent as a fraction, …), so its
+        hint is the target's value."""
+        return self.ruled is not None and self.ruled.has("values")
 
 
 class _Report:

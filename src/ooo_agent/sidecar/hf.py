@@ -36,6 +36,9 @@ import anyio.to_thread
 from ooo_agent.decoding.prefix_cache import DEFAULT_PREFIX_CACHE_BYTES, PrefixCache
 from ooo_agent.errors import ModelNotAvailableError, SidecarError
 from ooo_agent.observability import quiet_loading
+from ooo_agent.rules.conventions import free_string
+from ooo_agent.rules.text import user_text
+from ooo_agent.rules.words import described_date_form, names_a_date
 from ooo_agent.sidecar._wave import (
     WaveAssembler,
     WaveOptions,
@@ -61,7 +64,6 @@ from ooo_agent.sidecar.rows import (
 )
 from ooo_agent.sidecar.slots import parameter_schemas
 from ooo_agent.sidecar.values import ValueConstraint, comma_free_place, copies_words
-from ooo_agent.sidecar.words import described_date_form, names_a_date
 
 __all__ = ["ADAPTER_SUBFOLDERS", "HFSidecar"]
 
@@ -360,7 +362,7 @@ class HFSidecar:
         start ``null`` (``first_token_bans``; with ``options.mentioned_values`` also for each
         optional parameter the request names); with ``options.typed_values``, each row held to
         its parameter's schema (``constraints``) — as the target reads it when the request says
-        the target holds values to conventions (``SidecarRequest.value_conventions``), a free
+        the target holds values to conventions (the ``values`` rule: ``SidecarRequest.ruled``), a free
         string then holding a comma only where the request writes it (``commas_from``), and
         none in a place its description shows without one (:func:`comma_free_place`)."""
         required_values, typed_values = self.options.required_values, self.options.typed_values
@@ -373,11 +375,9 @@ class HFSidecar:
             named = [plan.named.get(name, ()) for name, _ in tool_signatures(plan.request.tools)]
         tools = plan.request.tools
         request_text: str | None = None  # the user's words, beside a convention-holding target
-        if typed_values and plan.request.value_conventions:
-            from ooo_agent.decoding.conventions import free_string, with_value_conventions
-            from ooo_agent.sidecar.relevance import user_text
-
-            tools = with_value_conventions(plan.request.messages, tools)
+        ruled = plan.request.ruled
+        if typed_values and ruled is not None and ruled.has("values"):
+            tools = ruled.tools  # the target's, computed once for both
             request_text = user_text(plan.request.messages)
         bans: dict[int, list[int]] = {}
         constraints: dict[int, ValueConstraint] = {}

@@ -14,13 +14,13 @@ counting twice, a description's once and a word of its parameters' names and des
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ooo_agent.formats._common import loose_function
 from ooo_agent.messages import user_text  # re-exported: rule and wave modules import it here
+from ooo_agent.rules.text import STOPWORDS, relevance_terms  # re-exported
 
 __all__ = [
     "NAME_WEIGHT",
@@ -41,41 +41,6 @@ PARAMETER_WEIGHT = 0.5
 """A word shared with the tool's parameters — their names and descriptions, top level — counts
 this much (the request often says what it gives: "a *principal* of $10,000 at 5 % *interest*").
 ``WaveOptions.relevance_parameter_weight`` overrides it; 0 leaves the parameters out."""
-
-STOPWORDS = frozenset(
-    {
-        # English function words and question words
-        *("the", "and", "for", "with", "from", "that", "this", "are", "was", "what"),
-        *("which", "who", "how", "can", "you", "will", "into", "about"),
-        # verbs and nouns every tool list is full of
-        *("find", "get", "given", "number", "value", "list", "name", "type", "default"),
-        "function",
-        # the boilerplate of benchmark tool descriptions
-        *("python", "syntax", "note", "provided"),
-    }
-)
-"""Words that never count (beside every word of two letters or fewer)."""
-
-_CAMEL = re.compile(r"([a-z])([A-Z])")
-_WORD = re.compile(r"[a-z0-9]+")
-_SUFFIXES = ("ing", "es", "s", "ed")
-
-
-def _stem(word: str) -> str:
-    """A light suffix strip (``-ing``, ``-es``, ``-s``, ``-ed``) that keeps four letters or more:
-    ``orders`` and ``order`` meet, ``booking`` and ``book`` too."""
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
-    return word
-
-
-def relevance_terms(text: str) -> set[str]:
-    """The words of ``text`` that count: camelCase, dots and underscores split, lower-cased,
-    :data:`STOPWORDS` and words of two letters or fewer dropped, suffixes stripped."""
-    spaced = _CAMEL.sub(r"\1 \2", text).replace("_", " ").replace(".", " ")
-    return {_stem(w) for w in _WORD.findall(spaced.lower()) if len(w) > 2 and w not in STOPWORDS}
-
 
 def _parameter_terms(function: Mapping[str, Any]) -> set[str]:
     """The counted words of a function's top-level parameter names and descriptions."""

@@ -29,8 +29,7 @@ import torch
 
 from ooo_agent.decoding.constraint import runner_up
 from ooo_agent.formats._scan import INCOMPLETE, INVALID, ValueShape, json_value_end
-from ooo_agent.sidecar.slots import normalize_schema
-from ooo_agent.sidecar.words import (
+from ooo_agent.rules.words import (
     dates_stated,
     list_goes_on,
     space_led,
@@ -38,6 +37,7 @@ from ooo_agent.sidecar.words import (
     word_rest,
     words_copied_whole,
 )
+from ooo_agent.sidecar.slots import normalize_schema
 
 __all__ = [
     "ValueConstraint",
@@ -73,7 +73,7 @@ def comma_free_place(param: str, schema: Any) -> bool:
 def copies_words(schema: Any) -> bool:
     """Whether a parameter's value is written from the request's words: a free string (no
     enum, pattern or format), a number without an enum, or an array of either — the rows
-    :func:`~ooo_agent.sidecar.words.words_copied_whole` holds. An enum's options are the
+    :func:`~ooo_agent.rules.words.words_copied_whole` holds. An enum's options are the
     tool's words, not the request's."""
     shape = normalize_schema(schema)
     if not isinstance(shape, Mapping) or any(key in shape for key in ("enum", "const")):
@@ -107,21 +107,21 @@ class ValueConstraint:
             values to conventions: the answer may hold a comma only inside text the request
             writes (case aside), so no "San Francisco, CA" for "in San Francisco".
         words_from: the request's text, for a row :func:`copies_words`: the answer copies the
-            request's words whole (:func:`~ooo_agent.sidecar.words.words_copied_whole`), an
-            array its lists whole (:func:`~ooo_agent.sidecar.words.list_goes_on`), a string
+            request's words whole (:func:`~ooo_agent.rules.words.words_copied_whole`), an
+            array its lists whole (:func:`~ooo_agent.rules.words.list_goes_on`), a string
             written as an ISO date is one the request states
-            (:func:`~ooo_agent.sidecar.words.dates_stated`), and no string starts with
-            whitespace (:func:`~ooo_agent.sidecar.words.space_led`).
+            (:func:`~ooo_agent.rules.words.dates_stated`), and no string starts with
+            whitespace (:func:`~ooo_agent.rules.words.space_led`).
         date_row: with ``words_from``, the row is a parameter named *date* (``date``,
             ``start_date``…): a string that starts with a digit is held to the stated dates
             from its first digit, not only once a hyphen follows four of them.
         date_form: the numeric form the parameter's description asks dates in
-            (:func:`~ooo_agent.sidecar.words.described_date_form`: ``"mm-dd-yyyy"``): the
+            (:func:`~ooo_agent.rules.words.described_date_form`: ``"mm-dd-yyyy"``): the
             stated dates in that form are allowed too.
         encode: text → token ids, as the sidecar's tokenizer encodes it (no special tokens):
             with ``words_from``, where no token among the ``max_candidates`` best finishes a
             word the answer stops inside, the first token of the rest of that word is taken
-            (:func:`~ooo_agent.sidecar.words.word_rest`).
+            (:func:`~ooo_agent.rules.words.word_rest`).
 
     Implements :class:`~ooo_agent.decoding.constraint.TokenConstraint`.
     """

@@ -17,6 +17,7 @@ from ooo_agent.formats._common import loose_function
 
 if TYPE_CHECKING:
     from ooo_agent.formats.base import ChatFormat
+    from ooo_agent.rules.base import RuledTools
     from ooo_agent.sidecar.base import HintBox
 
 __all__ = [
@@ -106,6 +107,10 @@ class TargetRequest:
     hint_box: HintBox | None = None
     """Filled by the sidecar while the target decodes (mode ``ooo``); never awaited."""
     arrival: float = field(default_factory=time.perf_counter)
+    ruled: RuledTools | None = None
+    """The tools as the target's rules rewrite them (``FastToolCaller`` makes one per request,
+    for the target and the sidecar); a target makes its own when this is ``None`` or another
+    request's or rules' ruling."""
 
 
 @dataclass

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -28,6 +28,7 @@ import anyio.to_thread
 
 from ooo_agent.errors import TargetError
 from ooo_agent.observability import quiet_loading
+from ooo_agent.rules import Rule, RuledTools, rules_named
 from ooo_agent.targets.base import (
     MODES,
     Generation,
@@ -85,12 +86,14 @@ class HFTarget:
     ``constrain_arguments`` (which implies ``constrain_json``) keeps every call's arguments to its
     tool's schema: known keys, each once, the required ones, declared types and enums, array
     elements as ``items`` / ``maxItems`` / ``uniqueItems`` say (:mod:`ooo_agent.decoding.constraint`), in every mode alike: the modes then equal
-    *constrained* greedy decoding token for token. ``constrain_mentioned`` (which implies
-    ``constrain_arguments``) also counts as required the optional parameters the user's
-    messages name (:mod:`ooo_agent.decoding.mentions`); ``constrain_values`` (which implies
-    ``constrain_arguments`` too) holds values to the conventions the tool and the request state:
-    a rate stated in percent as a fraction, an enum option the request names, a place asked
-    for as "City, State" so, an amount written whole (:mod:`ooo_agent.decoding.conventions`). Off by default (plain greedy
+    *constrained* greedy decoding token for token. ``rules`` (names or
+    :class:`~ooo_agent.rules.Rule` objects; any implies ``constrain_arguments``) rewrite each
+    request's tool schemas before the constraint reads them (:mod:`ooo_agent.rules`):
+    ``mentioned`` counts as required the optional parameters the user's messages name,
+    ``values`` holds values to the conventions the tool and the request state (a rate stated
+    in percent as a fraction, an enum option the request names, a place asked for as "City,
+    State" so, an amount written whole); ``constrain_mentioned=True`` and
+    ``constrain_values=True`` are shorthands for those two. Off by default (plain greedy
     decoding).
     ``decline_below`` (None: off) answers without a call when, at the first token, the model's
     probability of opening one is below it (:mod:`ooo_agent.decoding.decline`): the answer is
@@ -128,6 +131,7 @@ class HFTarget:
         constrain_arguments: bool = False,
         constrain_mentioned: bool = False,
         constrain_values: bool = False,
+        rules: Iterable[Rule | str] = (),
         decline_below: float | None = None,
         call_again_below: float | None = None,
     ) -> None:
@@ -161,11 +165,14 @@ class HFTarget:
         self.max_draft_tokens = max_draft_tokens
         self.constrain_names = constrain_names
         self.constrain_json = constrain_json
-        self.constrain_arguments = (
-            constrain_arguments or constrain_mentioned or constrain_values
-        )
-        self.constrain_mentioned = constrain_mentioned
-        self.constrain_values = constrain_values
+        shorthands = [
+            name
+            for name, on in (("mentioned", constrain_mentioned), ("values", constrain_values))
+            if on
+        ]
+        self.rules: tuple[Rule, ...] = rules_named([*rules, *shorthands])
+        """The request rules every call is decoded under (:mod:`ooo_agent.rules`)."""
+        self.constrain_arguments = constrain_arguments or bool(self.rules)
         self.decline_below = decline_below
         self.call_again_below = call_again_below
         prefix_cache = PrefixCache(  # raises on a bad budget
@@ -248,6 +255,16 @@ class HFTarget:
         off)."""
         return self.engine.prefix_cache
 
+    @property
+    def constrain_mentioned(self) -> bool:
+        """Whether the ``mentioned`` rule is among :attr:`rules`."""
+        return any(rule.name == "mentioned" for rule in self.rules)
+
+    @property
+    def constrain_values(self) -> bool:
+        """Whether the ``values`` rule is among :attr:`rules`."""
+        return any(rule.name == "values" for rule in self.rules)
+
     # -- Target protocol -----------------------------------------------------------------
     @property
     def format(self) -> ChatFormat:
@@ -314,24 +331,22 @@ class HFTarget:
             self._skeletons[key] = skeleton
         return skeleton
 
+    def ruled(self, request: TargetRequest) -> RuledTools:
+        """The request's tools as :attr:`rules` rewrite them: ``request.ruled`` when it is
+        this request's ruling under these rules (the caller's, shared with the sidecar), else
+        a new one."""
+        ruled = request.ruled
+        if ruled is None or not ruled.reads(request.messages, request.tools, self.rules):
+            ruled = RuledTools(request.messages, request.tools, self.rules)
+        return ruled
+
     def _decoding_tools(self, request: TargetRequest) -> Sequence[Mapping[str, Any]]:
-        """The tools as this request's constraint and schema drafts read them: with
-        ``constrain_mentioned``, the optional parameters the request names made required (the
-        drafts then offer those keys before the closing brace the constraint would refuse);
-        with ``constrain_values``, the value conventions of
-        :func:`ooo_agent.decoding.conventions.with_value_conventions`."""
-        tools = request.tools
-        if not tools:
-            return tools
-        if self.constrain_mentioned:
-            from ooo_agent.decoding.mentions import with_mentioned_required
-
-            tools = with_mentioned_required(request.messages, tools)
-        if self.constrain_values:
-            from ooo_agent.decoding.conventions import with_value_conventions
-
-            tools = with_value_conventions(request.messages, tools)
-        return tools
+        """The tools as this request's constraint and schema drafts read them (:meth:`ruled`;
+        with ``mentioned``, the drafts then offer the named optional keys before the closing
+        brace the constraint would refuse)."""
+        if not request.tools or not self.rules:
+            return request.tools
+        return self.ruled(request).tools
 
     def _constraint(
         self, tools: Sequence[Mapping[str, Any]], *, names: bool = False

@@ -37,6 +37,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ooo_agent.errors import DatasetError, ModelNotAvailableError, SidecarError
+from ooo_agent.rules import RuledTools, rules_named
 from ooo_agent.sidecar._wave import FunctionChoice, WaveOptions, WaveReport
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
 from ooo_agent.sidecar.rows import (
@@ -102,14 +103,18 @@ def predict(
 ) -> SidecarPrediction:
     """One wave (and the direct-call row, when ``direct`` is given) for ``item``'s request;
     ``value_conventions``: as beside a target that holds values to conventions
-    (``SidecarRequest.value_conventions``).
+    (``SidecarRequest.ruled`` with the ``mentioned`` and ``values`` rules).
 
     A sidecar failure gives an empty prediction (every metric counts it wrong), not an error.
     """
     request = item.request
-    wave_request = SidecarRequest(
-        request.messages, request.tools, value_conventions=value_conventions
+    # As beside the embedded target, whose rules are ``mentioned`` and ``values``.
+    ruled = (
+        RuledTools(request.messages, request.tools, rules_named(["mentioned", "values"]))
+        if value_conventions
+        else None
     )
+    wave_request = SidecarRequest(request.messages, request.tools, ruled=ruled)
     try:
         report = sidecar.run_wave_sync(wave_request, HintBox())
         answer = None
@@ -314,7 +319,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run each wave as beside a target decoding with constrain_values (labels from "
         "eval_target --constrain-values): a typed-values sidecar holds its argument rows to the "
-        "same conventions (SidecarRequest.value_conventions)",
+        "same conventions (SidecarRequest.ruled)",
     )
     parser.add_argument("--cache-dir", default=None, help="ooo-agent cache root")
     trained = parser.add_mutually_exclusive_group()

@@ -10,7 +10,7 @@ do not ask for percent: neither name nor description says *percent*, *percentage
 When the user's messages state percentages, :func:`with_fraction_rates` gives each such
 parameter an ``enum``: those percentages as fractions (``5%`` → ``0.05``), and any number
 between -1 and 1 the request writes as it is (``a rate of 0.045``). That is what
-``HFTarget(constrain_values=True)`` hands its call constraint: the target chooses among
+the ``values`` rule (:class:`~ooo_agent.rules.conventions.ValueConventions`) hands the call constraint: the target chooses among
 them (it may not write ``5``, nor ``0.5`` for "5%"). A parameter with an ``enum``, ``const``,
 ``minimum`` or ``maximum`` of its own keeps it. No model call, nothing fitted to a data set;
 docs/tools.md says why, and ``benchmarks/conventions.py`` how often BFCL's answers agree.
@@ -22,8 +22,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ooo_agent.decoding._parameters import parameters_matching, rewrite_parameters
-from ooo_agent.sidecar.relevance import user_text
+from ooo_agent.rules._parameters import parameters_matching, rewrite_parameters
+from ooo_agent.rules.text import user_text
 
 __all__ = ["fraction_rates", "stated_percentages", "with_fraction_rates"]
 

@@ -5,7 +5,7 @@ more — "radius 3 cm, in the *unit* cm" without ``unit``, "include the *owner*'
 without ``include_owner``, "a restaurant with a *patio*" without ``amenities``.
 :func:`mentioned_parameters` finds, per offered tool, the optional parameters the user's
 messages name: a word of the parameter's name among the request's words (as
-:func:`ooo_agent.sidecar.relevance.relevance_terms` counts them: case, ``snake_case`` and
+:func:`ooo_agent.rules.text.relevance_terms` counts them: case, ``snake_case`` and
 ``camelCase`` split, short words, stopwords and plural / ``-ing`` / ``-ed`` endings dropped), or
 one of its options written as a word of the request — the options being its ``enum``, its
 array items' ``enum``, and the values its description quotes (``'Celsius' or 'Fahrenheit'``) or
@@ -17,7 +17,7 @@ date for a parameter named *date* (a date the request states: "January 1, 2022")
 parameter named *year* ("in 2020"). A unit word alone does not name a parameter called *unit*
 ("4 inches").
 :func:`with_mentioned_required` returns the tools with those parameters added to ``required``:
-what ``HFTarget(constrain_mentioned=True)`` hands its call constraint, so the target cannot
+what the ``mentioned`` rule (:class:`MentionedRequired`) hands the call constraint, so the target cannot
 close such a call before writing them (it still chooses their values). No model call, nothing
 fitted to a data set; docs/tools.md says why, ``benchmarks/mentions.py`` measures it.
 """
@@ -28,38 +28,22 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ooo_agent.decoding._parameters import rewrite_functions
 from ooo_agent.formats._common import loose_function
-from ooo_agent.sidecar.relevance import relevance_terms, user_text
-from ooo_agent.sidecar.words import names_a_date, stated_dates
+from ooo_agent.rules._parameters import options, rewrite_functions
+from ooo_agent.rules.base import Rule, RuledTools
+from ooo_agent.rules.text import relevance_terms, user_text
+from ooo_agent.rules.words import names_a_date, stated_dates
 
-__all__ = ["mentioned_parameters", "options", "with_mentioned_required"]
+__all__ = [
+    "MentionedRequired",
+    "mentioned_of",
+    "mentioned_parameters",
+    "options",
+    "with_mentioned_required",
+]
 
 _MIN_OPTION = 3
 """An option shorter than this (``"C"``, ``"km"``) is not looked for in the request."""
-
-_QUOTED = re.compile(r"""(?<!\w)(?:'([^']{1,30})'|"([^"]{1,30})")(?!\w)""")
-"""A value a description quotes (an apostrophe inside a word starts no quote)."""
-_EXAMPLES = re.compile(r"(?:\be\.g\.,?|\bsuch as\b|\blike\b)\s+([^.;()]+)", re.IGNORECASE)
-"""The list after "e.g.", "such as" or "like" in a description, up to the sentence's end."""
-_LIST_SEPARATOR = re.compile(r",|\bor\b|\band\b|\betc\b")
-
-
-def options(schema: Any) -> list[str]:
-    """The values a parameter's schema offers by name: its ``enum``, its array items' ``enum``,
-    and the values its description quotes or lists after "e.g." / "such as" / "like"."""
-    if not isinstance(schema, Mapping):
-        return []
-    found: list[Any] = list(schema.get("enum") or [])
-    items = schema.get("items")
-    if isinstance(items, Mapping):
-        found += list(items.get("enum") or [])
-    description = schema.get("description")
-    if isinstance(description, str):
-        found += (single or double for single, double in _QUOTED.findall(description))
-        for listed in _EXAMPLES.findall(description):
-            found += (part.strip(" '\"") for part in _LIST_SEPARATOR.split(listed))
-    return [str(option) for option in found if isinstance(option, str)]
 
 
 def _names_option(option: Any, text: str) -> bool:
@@ -93,7 +77,7 @@ def _named_by_value(key: str, schema: Any, text: str) -> bool:
     in the unit a number parameter's description gives ("within 10 miles" for a distance
     described "(in miles)", "5 years" for "The number of years to forecast", "120 beats per
     minute" for a tempo "in beats per minute"), a date for a parameter named *date*
-    ("January 1, 2022": :func:`~ooo_agent.sidecar.words.stated_dates`), or a year for a
+    ("January 1, 2022": :func:`~ooo_agent.rules.words.stated_dates`), or a year for a
     parameter named *year* ("in 2020")."""
     if not isinstance(schema, Mapping):
         return False
@@ -144,15 +128,35 @@ def mentioned_parameters(
     return found
 
 
+def mentioned_of(ruled: RuledTools) -> dict[str, tuple[str, ...]]:
+    """:func:`mentioned_parameters` of every tool a ruled request offers, computed once per
+    request for the ``mentioned`` rule and the sidecar alike."""
+    whole = ruled.whole
+    return whole.once("mentioned", lambda: mentioned_parameters(whole.messages, whole.given))
+
+
+def _require(function: dict[str, Any], extra: tuple[str, ...]) -> None:
+    parameters = function["parameters"]
+    required = parameters.get("required")
+    parameters["required"] = [*(required if isinstance(required, list) else []), *extra]
+
+
 def with_mentioned_required(
     messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
 ) -> list[Mapping[str, Any]]:
     """``tools`` with each one's :func:`mentioned_parameters` added to its ``required`` list
     (copies; the tools given are not changed, a tool without any is passed as it is)."""
+    return rewrite_functions(tools, mentioned_parameters(messages, tools), _require)
 
-    def require(function: dict[str, Any], extra: tuple[str, ...]) -> None:
-        parameters = function["parameters"]
-        required = parameters.get("required")
-        parameters["required"] = [*(required if isinstance(required, list) else []), *extra]
 
-    return rewrite_functions(tools, mentioned_parameters(messages, tools), require)
+class MentionedRequired(Rule):
+    """The ``mentioned`` rule: the optional parameters the request names count as required
+    (:func:`with_mentioned_required` of the tools as offered; ``HFTarget(constrain_mentioned=
+    True)`` names it too)."""
+
+    name = "mentioned"
+
+    def rewrite(
+        self, ruled: RuledTools, tools: Sequence[Mapping[str, Any]]
+    ) -> list[Mapping[str, Any]]:
+        return rewrite_functions(tools, mentioned_of(ruled), _require)

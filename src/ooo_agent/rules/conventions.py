@@ -1,8 +1,8 @@
-"""Values written the way the tool and the request say: ``HFTarget(constrain_values=True)``.
+"""Values written the way the tool and the request say: the ``values`` rule.
 
 Four conventions a small target gets wrong although the call validates:
 
-- **a rate stated in percent is a fraction** (:mod:`ooo_agent.decoding.percentages`): "5%" is
+- **a rate stated in percent is a fraction** (:mod:`ooo_agent.rules.percentages`): "5%" is
   ``0.05`` for a ``rate`` described as "The annual interest rate.";
 - **a place asked for as "City, State" is written so** (:func:`place_parameters`): such a
   string parameter gets the ``pattern`` ``,\\s*\\S``, which the call constraint holds it to
@@ -25,13 +25,15 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ooo_agent.decoding._parameters import parameters_matching, rewrite_parameters
-from ooo_agent.decoding.percentages import with_fraction_rates
-from ooo_agent.sidecar.relevance import relevance_terms, user_text
+from ooo_agent.rules._parameters import free_string, parameters_matching, rewrite_parameters
+from ooo_agent.rules.base import Rule, RuledTools
+from ooo_agent.rules.percentages import with_fraction_rates
+from ooo_agent.rules.text import relevance_terms, user_text
 
 __all__ = [
     "CATCH_ALL_OPTIONS",
     "PLACE_PATTERN",
+    "ValueConventions",
     "free_string",
     "named_options",
     "place_parameters",
@@ -72,8 +74,6 @@ def truncated_amounts(messages: Sequence[Mapping[str, Any]]) -> list[float | int
     docstring): per amount written with thousands separators or a scale word, its leading
     figure (and its whole part: ``8`` of "8.5 million") times 10⁰ … 10¹², less the amount
     itself and every number the messages write."""
-    from ooo_agent.sidecar.relevance import user_text
-
     text = user_text(messages)
     amounts: list[tuple[float, float]] = []  # (leading figure, amount)
     for written in _GROUPED.findall(text):
@@ -84,14 +84,6 @@ def truncated_amounts(messages: Sequence[Mapping[str, Any]]) -> list[float | int
     leads = [lead for figure, _ in amounts for lead in dict.fromkeys((figure, float(int(figure))))]
     ruled_out = (_number(lead * 10**k) for lead in leads for k in range(_POWERS))
     return list(dict.fromkeys(v for v in ruled_out if v not in written_numbers))
-
-
-def free_string(schema: Any) -> bool:
-    """A string parameter without an enum, a pattern or a format of its own: what the request
-    and the model's own words fill."""
-    if not isinstance(schema, Mapping) or schema.get("type") != "string":
-        return False
-    return not any(key in schema for key in ("enum", "const", "pattern", "format"))
 
 
 def _is_place(schema: Any) -> bool:
@@ -203,3 +195,15 @@ def with_value_conventions(
     return rewrite_parameters(
         tools, amounts, lambda schema: {**schema, "not": {"enum": ruled_out(schema)}}
     )
+
+
+class ValueConventions(Rule):
+    """The ``values`` rule: :func:`with_value_conventions` (``HFTarget(constrain_values=True)``
+    names it too)."""
+
+    name = "values"
+
+    def rewrite(
+        self, ruled: RuledTools, tools: Sequence[Mapping[str, Any]]
+    ) -> list[Mapping[str, Any]]:
+        return with_value_conventions(ruled.messages, tools)

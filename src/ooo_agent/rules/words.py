@@ -18,6 +18,9 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
+from ooo_agent.rules._parameters import free_string, options
+from ooo_agent.rules.text import relevance_terms
+
 __all__ = [
     "MIN_COPIED_WORD",
     "case_kept",
@@ -231,9 +234,6 @@ def case_kept(schema: Any) -> tuple[str, ...] | None:
     """For a parameter whose answers take the request's case (:func:`in_request_case`: a free
     string or an array of free strings), the options its schema writes, kept as the tool writes
     them; ``None`` for any other parameter."""
-    from ooo_agent.decoding.conventions import free_string
-    from ooo_agent.decoding.mentions import options
-
     items = schema.get("items") if isinstance(schema, Mapping) else None
     if not (free_string(schema) or free_string(items)):
         return None
@@ -306,8 +306,6 @@ def described_date_form(description: Any) -> str | None:
 def names_a_date(param: str) -> bool:
     """Whether a parameter is named as a date (``date``, ``start_date``, ``birthDate``; not
     ``update``): a word of its name is *date*."""
-    from ooo_agent.sidecar.relevance import relevance_terms
-
     return "date" in relevance_terms(param)
 
 

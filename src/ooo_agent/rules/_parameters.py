@@ -1,15 +1,21 @@
-"""Finding and rewriting tool parameters for a request's decoding (the readers of
-:mod:`ooo_agent.decoding.percentages` and :mod:`ooo_agent.decoding.conventions`)."""
+"""Reading and rewriting tool parameters: what the rules of :mod:`ooo_agent.rules` share."""
 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from ooo_agent.formats._common import loose_function
 
-__all__ = ["parameters_matching", "rewrite_functions", "rewrite_parameters"]
+__all__ = [
+    "free_string",
+    "options",
+    "parameters_matching",
+    "rewrite_functions",
+    "rewrite_parameters",
+]
 
 T = TypeVar("T")
 
@@ -65,3 +71,35 @@ def rewrite_functions(
         edit(cast(dict[str, Any], loose_function(changed)), value)
         out.append(changed)
     return out
+
+
+def free_string(schema: Any) -> bool:
+    """A string parameter without an enum, a pattern or a format of its own: what the request
+    and the model's own words fill."""
+    if not isinstance(schema, Mapping) or schema.get("type") != "string":
+        return False
+    return not any(key in schema for key in ("enum", "const", "pattern", "format"))
+
+
+_QUOTED = re.compile(r"""(?<!\w)(?:'([^']{1,30})'|"([^"]{1,30})")(?!\w)""")
+"""A value a description quotes (an apostrophe inside a word starts no quote)."""
+_EXAMPLES = re.compile(r"(?:\be\.g\.,?|\bsuch as\b|\blike\b)\s+([^.;()]+)", re.IGNORECASE)
+"""The list after "e.g.", "such as" or "like" in a description, up to the sentence's end."""
+_LIST_SEPARATOR = re.compile(r",|\bor\b|\band\b|\betc\b")
+
+
+def options(schema: Any) -> list[str]:
+    """The values a parameter's schema offers by name: its ``enum``, its array items' ``enum``,
+    and the values its description quotes or lists after "e.g." / "such as" / "like"."""
+    if not isinstance(schema, Mapping):
+        return []
+    found: list[Any] = list(schema.get("enum") or [])
+    items = schema.get("items")
+    if isinstance(items, Mapping):
+        found += list(items.get("enum") or [])
+    description = schema.get("description")
+    if isinstance(description, str):
+        found += (single or double for single, double in _QUOTED.findall(description))
+        for listed in _EXAMPLES.findall(description):
+            found += (part.strip(" '\"") for part in _LIST_SEPARATOR.split(listed))
+    return [str(option) for option in found if isinstance(option, str)]
