@@ -84,6 +84,10 @@ class FastToolCaller:
             is still decoding; a result is used only if the target's verified call is the same
             (see :mod:`ooo_agent.tools.speculation`). Needs a sidecar; works with any target.
         max_speculative: at most this many speculative executions per call.
+        prefill_next_turn: while dispatched tools run, a target that can
+            (``HFTarget.prefill_next_turn``) prefills the next turn's known start (the
+            conversation and this turn's calls, up to the first result), so the next call on
+            this conversation prefills only the results and what follows.
         deps: handed to tools that take a :class:`~ooo_agent.tools.ToolContext` (``ctx.deps``),
             e.g. a database handle; ``ctx.messages`` is the conversation of the call.
     """
@@ -100,6 +104,7 @@ class FastToolCaller:
         preexecute: bool = True,
         max_speculative: int = 4,
         deps: Any = None,
+        prefill_next_turn: bool = True,
     ) -> None:
         self.target = target
         self.sidecar = sidecar
@@ -118,6 +123,7 @@ class FastToolCaller:
         self.preexecute = preexecute
         self.max_speculative = max_speculative
         self.deps = deps
+        self.prefill_next_turn = prefill_next_turn
 
     async def call(
         self,
@@ -230,6 +236,10 @@ class FastToolCaller:
                 result.results = await speculator.claim(result.calls)
                 stats.dispatch_s = time.perf_counter() - started
             elif run_all and result.calls:
+                warm = getattr(self.target, "prefill_next_turn", None)
+                if self.prefill_next_turn and callable(warm):  # beside the tools, not after
+                    next_turn = [*history, result.assistant_message()]
+                    speculative_tasks.start_soon(_prefill_quietly, warm, next_turn, tool_dicts)
                 started = time.perf_counter()
                 result.results = await dispatch_calls(
                     result.calls,
@@ -366,6 +376,16 @@ class FastToolCaller:
             stats.predicted = json.dumps(predicted, ensure_ascii=False, default=repr)
         if speculator is not None:
             speculator.offer(hint)
+
+
+async def _prefill_quietly(
+    prefill: Callable[..., Awaitable[Any]],
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]],
+) -> None:
+    """Run a target's next-turn prefill; a failure only costs the next call its warm start."""
+    with contextlib.suppress(Exception):
+        await prefill(messages, tools)
 
 
 def _held_to_choice(

@@ -99,6 +99,30 @@ class DecodeEngine:
         self._cache = new_cache()
         self._cached_ids = []
 
+    def prefill_prefix(
+        self, token_ids: Sequence[int], *, cancel: threading.Event | None = None
+    ) -> int:
+        """Compute and keep the KV of ``token_ids`` (the known start of a later prompt) in the
+        prefix cache, from the longest prefix it already holds; returns how many tokens ran
+        (0 without ``prefix_reuse``, or when all were cached or ``cancel`` was set first)."""
+        if self.prefix_cache is None or not token_ids:
+            return 0
+        with self._lock:
+            if cancel is not None and cancel.is_set():
+                return 0
+            hit = self.prefix_cache.take(token_ids)
+            self._cache, self._cached_ids = hit.cache, list(token_ids[: hit.length])
+            try:
+                if hit.length < len(token_ids):
+                    self.verifier.prefill(self._cache, token_ids[hit.length :], hit.length)
+                    self._cached_ids = list(token_ids)
+            except BaseException:
+                self._cache, self._cached_ids = new_cache(), []  # unknown state: start over
+                raise
+            finally:
+                self._give_back()
+            return len(token_ids) - hit.length
+
     # -- stages --------------------------------------------------------------------------
     def _prefill(
         self,

@@ -318,6 +318,48 @@ class HFTarget:
         """The token ids of the rendered conversation, ready for the assistant's turn."""
         return chat_prompt_ids(self._format, self.tokenizer, self.codec, messages, tools)
 
+    def next_turn_ids(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> list[int]:
+        """The tokens every next prompt after ``messages`` (ending with the assistant's calls)
+        starts with, whatever its tool results say: the conversation rendered up to where the
+        first result's text begins."""
+        calls = messages[-1].get("tool_calls") if messages else None
+        call_id = (calls[0] or {}).get("id") if calls else None
+
+        def with_result(text: str) -> list[int]:
+            result = {"role": "tool", "tool_call_id": call_id, "content": text}
+            return self.prompt_ids([*messages, result], tools)
+
+        from ooo_agent.decoding.loop import common_prefix_length
+
+        one, other = with_result("0"), with_result("1")
+        return one[: common_prefix_length(one, other)]
+
+    def prefill_next_turn_sync(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]],
+        *,
+        cancel: threading.Event | None = None,
+    ) -> int:
+        """Prefill :meth:`next_turn_ids` into the prefix cache (while the tools run), so the
+        next call prefills only the results and what follows; returns the tokens that ran."""
+        ids = self.next_turn_ids(messages, tools)
+        _acquire_unless_cancelled(self._serial, cancel)
+        try:
+            return self.engine.prefill_prefix(ids, cancel=cancel)
+        finally:
+            self._serial.release()
+
+    async def prefill_next_turn(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> int:
+        """:meth:`prefill_next_turn_sync` in a worker thread."""
+        return await anyio.to_thread.run_sync(
+            lambda: self.prefill_next_turn_sync(messages, tools)
+        )
+
     def _skeleton(self, tools: Sequence[Mapping[str, Any]]) -> CallSkeleton | None:
         key = json.dumps(list(tools), sort_keys=True, default=str)
         skeleton = self._skeletons.get(key)
