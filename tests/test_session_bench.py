@@ -168,7 +168,7 @@ def test_every_mode_runs_every_request_and_the_report_says_what_the_caches_did(
     console = Console(record=True, width=250)
     console.print(session_table(summary))
     shown = console.export_text()
-    assert "ooo (follow-ups)" in shown and "AST 1st call" in shown
+    assert "ooo (follow-ups)" in shown and "AST 1st call" in shown and "wave cached" in shown
     goals = summary["goals"]
     assert goals["identity_percent"] == 100.0 and goals["identity_met"] is True
     assert {k: goals[k] for k in SESSION_GOALS} == SESSION_GOALS

@@ -421,8 +421,8 @@ def session_table(summary: Mapping[str, Any], *, title: str = "") -> Any:
 
     table = Table(title=title or None, title_justify="left")
     columns = ("mode", "n", "mean s", "vs vanilla", "vs toolspec", "fwd/call", "prompt tok",
-               "prefilled tok", "cached tok", "diverged", "late waves", "identity", "AST",
-               "AST 1st call")  # fmt: skip
+               "prefilled tok", "cached tok", "diverged", "wave prefilled", "wave cached",
+               "late waves", "identity", "AST", "AST 1st call")  # fmt: skip
     for column in columns:
         table.add_column(column, justify="left" if column == "mode" else "right")
 
@@ -439,6 +439,8 @@ def session_table(summary: Mapping[str, Any], *, title: str = "") -> Any:
                 cell(f["target_prefill_tokens"], spec=".1f"),
                 cell(f["target_cached_tokens"], spec=".0f"),
                 cell(f["cache_diverged_percent"], "%", ".0f"),
+                cell(f["wave_means"].get("prefill_tokens"), spec=".1f"),
+                cell(f["wave_means"].get("cached_tokens"), spec=".0f"),
                 cell(f["late_waves_percent"], "%", ".0f"), cell(f["identity_percent"], "%", ".0f"),
                 cell(f["ast_percent"], "%", ".0f"), cell(f["first_call_ast_percent"], "%", ".0f"),
             )  # fmt: skip
