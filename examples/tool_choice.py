@@ -25,7 +25,7 @@ REQUESTS: list[tuple[str, Any]] = [
 
 RECORDED = {  # what the embedded model writes for each (request, choice)
     ("What's the weather in Paris?", "auto"): tool_call("get_weather", '{"city": "Paris"}'),
-    ("What's the weather in Paris?", "none"): "The weather in Paris is: celsius.",
+    ("What's the weather in Paris?", "none"): "The weather in Paris is: CELESTIAL.",
     ("I have 120 EUR for the trip.", "auto"): tool_call(
         "convert_currency", '{"amount": 120, "source": "EUR", "target": "USD"}'
     ),

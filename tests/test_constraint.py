@@ -545,13 +545,14 @@ def test_the_embedded_target_writes_only_the_tools_parameters_in_every_mode(
     embedded: tuple[object, object],
 ) -> None:
     from ooo_agent.demo import demo_tools
+    from ooo_agent.formats import get_format
     from ooo_agent.targets.base import TargetRequest
     from ooo_agent.targets.hf import HFTarget
 
     model, tokenizer = embedded
-    fmt = HermesFormat()
+    fmt = get_format("hermes-description-first")  # the preset's prompt
     tools = [t.to_openai() for t in demo_tools()]
-    messages = [{"role": "user", "content": "Refund order A1001 fully, 42.50."}]
+    messages = [{"role": "user", "content": "Refund order D-9001 fully, 42.50."}]
     free = HFTarget(model, tokenizer, fmt).generate_sync(
         TargetRequest(messages, tools, mode="vanilla", max_new_tokens=96)
     )
@@ -568,7 +569,7 @@ def test_the_embedded_target_writes_only_the_tools_parameters_in_every_mode(
     assert outputs["toolspec"].token_ids == outputs["vanilla"].token_ids
     calls = fmt.parse(outputs["vanilla"].text).calls
     own = {t.name: set(t.parameters["properties"]) for t in demo_tools()}
-    assert calls and calls[0].arguments["order_id"] == "A1001", outputs["vanilla"].text
+    assert calls and calls[0].arguments["order_id"] == "D-9001", outputs["vanilla"].text
     for call in calls:
         assert call.name in own and set(call.arguments) <= own[call.name], outputs["vanilla"].text
     assert outputs["vanilla"].stats.constrained_tokens >= 1

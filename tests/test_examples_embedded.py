@@ -2,9 +2,9 @@
 the exit status).
 
 Known gaps, held as strict expected failures so that a model that fixes one fails here until
-the mark is removed: target v6 answers after a tool result on tools like its training ones
-(``ooo-agent demo``), but on these examples it checks the wrong item, calls again after the
-result, or calls again instead of answering (docs/lab-notes/2026-12-07-agent-turns.md)."""
+the mark is removed: target v7 answers after a tool result (``ooo-agent demo``), but on these
+examples it answers after the first step where a second is needed, or writes no text answer
+(docs/lab-notes/2026-12-07-agent-turns.md)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _answer(out: str) -> str:
     return next(line for line in out.splitlines() if line.startswith("answer: "))
 
 
-@pytest.mark.xfail(strict=True, reason="v6 also checks apples, then answers from them")
+@pytest.mark.xfail(strict=True, reason="v7 checks pears (0 in stock), then answers without ordering")
 def test_agent_loop_example_orders_the_missing_pears() -> None:
     out = run_script("examples/agent_loop.py", timeout=900, replay=False)
     _embedded(out)
@@ -35,7 +35,7 @@ def test_agent_loop_example_orders_the_missing_pears() -> None:
     assert "20" in _answer(out) and "<tool_response>" not in _answer(out)
 
 
-@pytest.mark.xfail(strict=True, reason="v6 calls again after the results (recursion limit)")
+@pytest.mark.xfail(strict=True, reason="v7 answers the sum (5) without multiplying")
 def test_langgraph_agent_example_answers_the_product() -> None:
     pytest.importorskip("langchain.agents")
     out = run_script("examples/langgraph_agent.py", timeout=900, replay=False)
@@ -44,7 +44,7 @@ def test_langgraph_agent_example_answers_the_product() -> None:
     assert re.search(r"\b20\b", _answer(out)) and "<tool_response>" not in _answer(out)
 
 
-@pytest.mark.xfail(strict=True, reason="v6 writes no text answer after the result")
+@pytest.mark.xfail(strict=True, reason="v7 writes no text answer after the result")
 def test_openai_client_example_answers_with_the_tool_result() -> None:
     pytest.importorskip("fastapi")
     pytest.importorskip("openai")

@@ -63,7 +63,7 @@ def test_quickstart_example() -> None:
 
 
 TOOL_CHOICE_LINES = [
-    "  tool_choice='none'               text: 'The weather in Paris is: celsius.'",
+    "  tool_choice='none'               text: 'The weather in Paris is: CELESTIAL.'",
     "  tool_choice='auto'               get_weather({'city': 'Paris'}) -> ",
     "  tool_choice='convert_currency'   convert_currency({'amount': 120.0, 'source': 'EUR', "
     "'target': 'USD'}) -> 129.6",

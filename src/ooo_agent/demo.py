@@ -98,16 +98,16 @@ DEMO_REQUESTS = [
 
 RECORDED = [
     "<tool_call>\n{\"name\": \"get_order_status\", \"arguments\": {\"order_id\": \"A1002\"}}\n</tool_call>",
-    "Done. I checked for A1002: the order id is A1002 and the status is processing.",
+    "Done. I found the status is processing.",
     "<tool_call>\n{\"name\": \"convert_currency\", \"arguments\": {\"amount\": 250, \"from_currency\": \"USD\", \"to_currency\": \"EUR\"}}\n</tool_call>",
     "Here's what I found. The amount is 230.0 and the currency is EUR.",
     "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Lisbon\"}}\n</tool_call>",
-    "Result for Lisbon: the city is LISSO and the temperature is -5. the unit is celsius.",
-    "<tool_call>\n{\"name\": \"refund_order\", \"arguments\": {\"order_id\": \"B2001\", \"amount\": 19.99, \"reason\": \"damaged\"}}\n</tool_call>",
-    "Here's what I found. I checked for order B2001: the order id is B2001 and the refunded amount is 19.99. The reason is damaged.",
+    "Result for Lisbon: the city is Lisbon and the temperature is -5.",
+    "<tool_call>\n{\"name\": \"get_order_status\", \"arguments\": {\"order_id\": \"B2001\"}}\n</tool_call>\n<tool_call>\n{\"name\": \"convert_currency\", \"arguments\": {\"amount\": 19.99, \"from_currency\": \"dollars\", \"to_currency\": \"pounds\"}}\n</tool_call>",
+    "Done. The order id is B2001, the status is delivered, the amount is 19.99 and the currency is Pounds.",
     "<tool_call>\n{\"name\": \"get_order_status\", \"arguments\": {\"order_id\": \"D-9001\"}}\n</tool_call>",
-    "Done. The order id is D-9001 and the status is unknown.",
-    "I'm sorry for the error. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool_name>: tools. I checked for today: the tool name is <tool",
+    "Done. I checked for order D-9001: the order id is D-9001 and the status is unknown.",
+    "I'm sorry for your loss. That was a pleasure. I hope you're well.",
 ]
 """What the embedded model (``HFTarget.from_preset()``, mode ``toolspec``) wrote for
 :data:`DEMO_REQUESTS`: each call, then the answer that follows its result (a request no tool

@@ -45,7 +45,8 @@ Call = tuple[str, dict[str, Any]]
 def load_domains() -> dict[str, Any]:
     """The domain table (``ooo_agent/train/tables/agent_domains.json``)."""
     text = resources.files("ooo_agent.train").joinpath("tables/agent_domains.json").read_text()
-    return json.loads(text)
+    table: dict[str, Any] = json.loads(text)
+    return table
 
 
 def _value(rng: random.Random, spec: Any) -> Any:
@@ -214,11 +215,11 @@ def _conversation(rng: random.Random, domain: dict[str, Any], kind: str) -> tupl
     if kind == "lookup":
         who = f"the {noun} {name}" if domain["key_kind"] == "name" else name
         text = _ask(rng, noun, who, pick)
-        steps = [
+        lookup: list[tuple[list[Call], list[Any]]] = [
             ([(find, {domain["key"]: name})], [found]),
             ([(details, {id_param: ident})], [record]),
         ]
-        return text, steps, _answer_fields(rng, who, asked, record), [find, details]
+        return text, lookup, _answer_fields(rng, who, asked, record), [find, details]
     spec = domain["action"]
     extra = {k: _value(rng, v) for k, v in spec["extra"].items()}
     result = {k: _value(rng, v) for k, v in spec["result"].items()}
@@ -228,7 +229,10 @@ def _conversation(rng: random.Random, domain: dict[str, Any], kind: str) -> tupl
     if rng.random() < 0.3:  # by id: one step
         return spec["verb_id"].format(id=ident, **extra), [([act_call], [result])], answer, [action]
     text = spec["verb"].format(name=name, **extra)
-    steps = [([(find, {domain["key"]: name})], [found]), ([act_call], [result])]
+    steps: list[tuple[list[Call], list[Any]]] = [
+        ([(find, {domain["key"]: name})], [found]),
+        ([act_call], [result]),
+    ]
     if rng.random() < 0.25:  # acted on the name as if it were the id: the error says to look up
         error = _Error(f"unknown {id_param} '{name}'; use {find} to get it")
         steps.insert(0, ([(action, {id_param: name, **extra})], [error]))
