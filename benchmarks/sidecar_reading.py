@@ -38,29 +38,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ooo_agent import canonical_arguments
 from ooo_agent.bench.ast_check import argument_ok
 from ooo_agent.bench.datasets import BenchItem
 from ooo_agent.rules.mentions import mentioned_parameters
-from ooo_agent.sidecar.rows import parse_slot_value, tool_signatures
+from ooo_agent.sidecar.rows import tool_signatures
+from ooo_agent.train.eval_sidecar import parse_answer, same_answer_value
 
 GROUPS = ("target right", "target wrong", "target's tool not gold")
-_GARBAGE = object()
-
-
-# eval-sidecar's parsing and comparison of a row's answer (``1`` equals ``1.0``; not-JSON
-# equals nothing)
-def _value(answer: str) -> Any:
-    try:
-        return parse_slot_value(answer)
-    except ValueError:
-        return _GARBAGE
-
-
-def _same_value(a: Any, b: Any) -> bool:
-    if a is _GARBAGE or b is _GARBAGE:
-        return False
-    return canonical_arguments({"v": a}) == canonical_arguments({"v": b})
+_value, _same_value = parse_answer, same_answer_value  # eval-sidecar's own comparison
 
 
 def rows(

@@ -41,10 +41,13 @@ from ooo_agent.train.examples import TrainRequest
 
 __all__ = [
     "MISS_CLASSES",
+    "NOT_JSON",
     "ItemScore",
     "Rate",
     "SidecarPrediction",
     "SidecarScores",
+    "parse_answer",
+    "same_answer_value",
     "score_predictions",
 ]
 
@@ -154,19 +157,21 @@ class SidecarScores:
         return data
 
 
-_GARBAGE = object()
+NOT_JSON = object()
 """An answer that is not JSON: never equal to a label, never a null prediction."""
 
 
-def _value(answer: str) -> Any:
+def parse_answer(answer: str) -> Any:
+    """A row's answer as a value (:data:`NOT_JSON` when it does not parse)."""
     try:
         return parse_slot_value(answer)
     except ValueError:
-        return _GARBAGE
+        return NOT_JSON
 
 
-def _same_value(a: Any, b: Any) -> bool:
-    if a is _GARBAGE or b is _GARBAGE:
+def same_answer_value(a: Any, b: Any) -> bool:
+    """Whether two parsed answers are the same value (``1`` equals ``1.0``)."""
+    if a is NOT_JSON or b is NOT_JSON:
         return False
     return canonical_arguments({"v": a}) == canonical_arguments({"v": b})
 
@@ -193,7 +198,7 @@ def _hint_matches(hint: Hint, call: Call) -> bool:
 
 def _miss_class(predicted: Any, expected: Any, wrong_type: bool) -> str:
     """The class of an argument-row miss (:data:`MISS_CLASSES`)."""
-    if predicted is _GARBAGE:
+    if predicted is NOT_JSON:
         return "not_json"
     if predicted is None:
         return "null_for_value"
@@ -228,16 +233,16 @@ def _score_one(
                 scores.index_labels[label] += 1
                 scores.index_answers["?" if index is None else str(index)] += 1
         elif row.kind == "argument_value" and answer is not None:
-            predicted, expected = _value(answer), _value(label)
+            predicted, expected = parse_answer(answer), parse_answer(label)
             if predicted is None:
                 scores.null_precision.add(expected is None)
             if expected is None:
                 scores.null_recall.add(predicted is None)
             if row.function_index == selected:
-                hit = _same_value(predicted, expected)
+                hit = same_answer_value(predicted, expected)
                 if not hit:
                     wrong = (
-                        predicted not in (None, _GARBAGE)
+                        predicted not in (None, NOT_JSON)
                         and row.function_index is not None
                         and row.param is not None
                         and check(row.function_index, row.param, predicted) is not None

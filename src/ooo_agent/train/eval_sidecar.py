@@ -56,6 +56,8 @@ from ooo_agent.train._sidecar_metrics import (
     MISS_CLASSES,
     SidecarPrediction,
     SidecarScores,
+    parse_answer,
+    same_answer_value,
     score_predictions,
 )
 
@@ -72,9 +74,11 @@ __all__ = [
     "evaluate_sidecar",
     "hf_direct_answer",
     "label_sets",
+    "parse_answer",
     "predict",
     "render_table",
     "run_from_args",
+    "same_answer_value",
     "score_predictions",
 ]
 
