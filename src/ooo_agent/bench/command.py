@@ -75,7 +75,7 @@ def _device(text: str) -> str:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``bench`` options (and its ``agent`` sub-mode)."""
+    """The ``bench`` options (and its sub-modes)."""
     add = parser.add_argument
     add("--categories", default="simple_python", help="comma list of BFCL categories")
     add("--data", default=None, help="a JSONL file of items instead of BFCL categories")
