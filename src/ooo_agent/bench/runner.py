@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ooo_agent.bench.ast_check import check
 from ooo_agent.bench.datasets import BenchItem
@@ -208,6 +208,10 @@ async def prepare_oracle(
             on_item()
 
 
+_Item = TypeVar("_Item")
+_Record = TypeVar("_Record", bound="RequestRecord")
+
+
 async def _measure(
     runner: ModeRunner, item: BenchItem, position: int, warmup: bool
 ) -> RequestRecord:
@@ -285,14 +289,27 @@ async def run_requests(
     Records come back in item order, modes in ``runners`` order; ``identical`` compares
     each mode's output with vanilla's for the same item.
     """
+    return await run_rotated(items, runners, _measure, on_record=on_record)
+
+
+async def run_rotated(
+    entries: Sequence[tuple[_Item, bool]],
+    runners: Mapping[str, ModeRunner],
+    measure: Callable[[ModeRunner, _Item, int, bool], Awaitable[_Record]],
+    *,
+    on_record: Callable[[_Record], None] | None = None,
+) -> list[_Record]:
+    """``measure`` every ``(entry, is_warmup)`` in every mode, the mode order rotating per
+    entry; records in entry order, modes in ``runners`` order, ``identical`` set against
+    vanilla's."""
     names = list(runners)
-    records: list[RequestRecord] = []
-    for index, (item, warmup) in enumerate(items):
+    records: list[_Record] = []
+    for index, (entry, warmup) in enumerate(entries):
         shift = index % len(names) if names else 0
         order = names[shift:] + names[:shift]
-        done: dict[str, RequestRecord] = {}
+        done: dict[str, _Record] = {}
         for position, name in enumerate(order):
-            done[name] = await _measure(runners[name], item, position, warmup)
+            done[name] = await measure(runners[name], entry, position, warmup)
         reference = done.get("vanilla")
         for name in names:
             record = done[name]

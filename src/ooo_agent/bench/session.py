@@ -39,7 +39,7 @@ from ooo_agent.bench.agent_tasks import NeededCall
 from ooo_agent.bench.ast_check import check
 from ooo_agent.bench.datasets import BenchItem
 from ooo_agent.bench.report import RequestRecord
-from ooo_agent.bench.runner import ModeRunner, _same_output, fill_record
+from ooo_agent.bench.runner import ModeRunner, fill_record, run_rotated
 from ooo_agent.calls import SidecarStats, ToolCall, ToolResult
 from ooo_agent.errors import OooAgentError
 from ooo_agent.tools import Tool, Toolset
@@ -279,23 +279,7 @@ async def run_sessions(
 ) -> list[SessionRecord]:
     """Every ``(request, is_warmup)`` in every mode, in order, the mode order rotating per
     request; ``identical`` compares each mode's output with vanilla's."""
-    names = list(runners)
-    records: list[SessionRecord] = []
-    for index, (request, warmup) in enumerate(requests):
-        shift = index % len(names) if names else 0
-        order = names[shift:] + names[:shift]
-        done = {}
-        for position, name in enumerate(order):
-            done[name] = await _measure(runners[name], request, position, warmup)
-        reference = done.get("vanilla")
-        for name in names:
-            record = done[name]
-            if reference is not None and name != "vanilla":
-                record.identical = _same_output(reference, record)
-            records.append(record)
-            if on_record is not None:
-                on_record(record)
-    return records
+    return await run_rotated(requests, runners, _measure, on_record=on_record)
 
 
 # -- the summary -----------------------------------------------------------------------------
