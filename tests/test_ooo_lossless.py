@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 torch = pytest.importorskip("torch")
 from ooo_agent import FastToolCaller, Hint, HintBox, SidecarRequest  # noqa: E402
+from ooo_agent.calls import SidecarStats  # noqa: E402
 from ooo_agent.targets.base import TargetRequest  # noqa: E402
 from ooo_agent.targets.hf import HFTarget  # noqa: E402
 from test_decoding_support import byte_tokenizer, tiny_model  # noqa: E402
@@ -181,13 +182,41 @@ async def test_faulty_sidecars_change_nothing(
 
 
 @pytest.mark.anyio
-async def test_slow_sidecar_lands_after_the_first_steps(target: HFTarget) -> None:
+async def test_slow_sidecar_lands_after_the_first_steps(
+    target: HFTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hint that lands at step 3 is used from then on: the target waits at step 4 until the
+    wave's answer is in, so the test does not depend on how the threads are scheduled."""
+    waves: list[SidecarStats] = []
+    run_wave = FastToolCaller._run_wave
+
+    async def spy(self: FastToolCaller, sidecar: Any, request: Any, box: Any, stats: Any, spec: Any) -> None:
+        waves.append(stats)
+        await run_wave(self, sidecar, request, box, stats, spec)
+
+    monkeypatch.setattr(FastToolCaller, "_run_wave", spy)
+
     class Slow:
-        """Answers only once the target has already run three decode steps."""
+        """Answers once the target reports its third decode step; holds the target's
+        fourth step until the caller has taken the answer."""
 
         async def wave(self, request: SidecarRequest, box: HintBox) -> Hint:
-            while box.step < 3:
-                await anyio.sleep(0.001)
+            landed = threading.Event()
+            mark_step = box.mark_step
+
+            def mark(step: int) -> None:  # the target's thread
+                mark_step(step)
+                if step == 3:
+                    landed.set()
+                elif step > 3:
+                    deadline = time.monotonic() + 10
+                    while waves[-1].status != "ok" and time.monotonic() < deadline:
+                        time.sleep(0.001)
+
+            box.mark_step = mark  # type: ignore[method-assign]
+            with anyio.fail_after(10):
+                while not landed.is_set():
+                    await anyio.sleep(0.001)
             box.set_function("get_weather")
             box.set_slot("city", "Paris")
             box.finish()
@@ -195,6 +224,7 @@ async def test_slow_sidecar_lands_after_the_first_steps(target: HFTarget) -> Non
 
     messages = [{"role": "user", "content": PROMPTS[0]}]
     plain = await FastToolCaller(target, mode="toolspec", max_new_tokens=32).call(messages, TOOLS, dispatch=False)
+    assert len(plain.stats.decode.accepted_lengths) > 4  # the target still decodes at step 4
     result = await FastToolCaller(target, Slow(), max_new_tokens=32).call(messages, TOOLS, dispatch=False)
     sidecar = result.stats.sidecar
     assert sidecar.status == "ok"
