@@ -148,13 +148,7 @@ KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 FORBIDDEN_FOR_DECODING = ("ooo_agent.tools", "ooo_agent.sidecar")
 
-KNOWN_DECODING_EXITS = {
-    ("ooo_agent.decoding.drafts.hint", "ooo_agent.sidecar.base"): "the Hint, HintBox types",
-    (
-        "ooo_agent.decoding.constraint",
-        "ooo_agent.formats.base",
-    ): "formats/base.py → sidecar.base (Hint)",
-}
+KNOWN_DECODING_EXITS: dict[tuple[str, str], str] = {}
 
 
 def _forbidden(name: str) -> bool:

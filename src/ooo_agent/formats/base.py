@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ooo_agent.calls import CallError, RawCall
-from ooo_agent.sidecar.base import Hint
+from ooo_agent.hints import Hint
 
 __all__ = ["CallSkeleton", "ChatFormat", "ParseResult", "TextDraft"]
 

@@ -35,7 +35,7 @@ from ooo_agent.formats._scan import (
     tool_shape,
 )
 from ooo_agent.formats.base import CallSkeleton, TextDraft, ToolDict
-from ooo_agent.sidecar.base import Hint
+from ooo_agent.hints import Hint
 
 __all__ = ["CallSyntax", "SchemaSkeleton"]
 
@@ -205,8 +205,11 @@ class SchemaSkeleton(CallSkeleton):
         canonical = _squash(self.syntax.after_name + "{")
         return tuple(
             canonical.replace(f'"{a}"', f'"{b}"')
-            for a, b in (("arguments", "arguments"), ("arguments", "parameters"),
-                         ("parameters", "arguments"))
+            for a, b in (
+                ("arguments", "arguments"),
+                ("arguments", "parameters"),
+                ("parameters", "arguments"),
+            )
         )
 
     # -- locating the current call -----------------------------------------------------

@@ -17,8 +17,8 @@ from ooo_agent.formats._common import loose_function
 
 if TYPE_CHECKING:
     from ooo_agent.formats.base import ChatFormat
+    from ooo_agent.hints import HintBox
     from ooo_agent.rules.base import RuledTools
-    from ooo_agent.sidecar.base import HintBox
 
 __all__ = [
     "MODES",

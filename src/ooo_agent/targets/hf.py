@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from ooo_agent.decoding.planner import AcceptanceRates
     from ooo_agent.decoding.prefix_cache import PrefixCache
     from ooo_agent.formats.base import CallSkeleton, ChatFormat
-    from ooo_agent.sidecar.base import Hint, HintBox
+    from ooo_agent.hints import Hint, HintBox
 
 __all__ = ["DEFAULT_MAX_DRAFT_TOKENS", "DEFAULT_NODE_BUDGET", "HFTarget"]
 
@@ -356,9 +356,7 @@ class HFTarget:
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
     ) -> int:
         """:meth:`prefill_next_turn_sync` in a worker thread."""
-        return await anyio.to_thread.run_sync(
-            lambda: self.prefill_next_turn_sync(messages, tools)
-        )
+        return await anyio.to_thread.run_sync(lambda: self.prefill_next_turn_sync(messages, tools))
 
     def _skeleton(self, tools: Sequence[Mapping[str, Any]]) -> CallSkeleton | None:
         key = json.dumps(list(tools), sort_keys=True, default=str)

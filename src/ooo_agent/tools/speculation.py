@@ -28,7 +28,7 @@ import anyio
 from anyio.abc import TaskGroup
 
 from ooo_agent.calls import CallError, RawCall, SpeculationStats, ToolCall, ToolResult
-from ooo_agent.sidecar.base import Hint
+from ooo_agent.hints import Hint
 from ooo_agent.tools.dispatch import ContextFactory, run_call
 from ooo_agent.tools.toolset import Toolset
 from ooo_agent.tools.validation import canonical_arguments, validate_call

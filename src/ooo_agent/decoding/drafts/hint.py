@@ -16,13 +16,13 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ooo_agent.sidecar.base import Hint, HintBox
+    from ooo_agent.hints import Hint, HintBox
 
 __all__ = ["HintReader"]
 
 
 class HintReader:
-    """Polls a :class:`~ooo_agent.sidecar.base.HintBox` once per step."""
+    """Polls a :class:`~ooo_agent.hints.HintBox` once per step."""
 
     def __init__(
         self,
