@@ -74,7 +74,10 @@ def _label(key: str) -> str:
     """``weight_kg`` -> ``weight in kg``, ``battery_percent`` -> ``battery percent``."""
     for unit in ("kg", "c"):
         if key.endswith("_" + unit):
-            return key[: -len(unit) - 1].replace("_", " ") + f" in {unit.upper() if unit == 'c' else unit}"
+            return (
+                key[: -len(unit) - 1].replace("_", " ")
+                + f" in {unit.upper() if unit == 'c' else unit}"
+            )
     return key.replace("_", " ")
 
 
@@ -91,7 +94,13 @@ def _json_type(spec: Any) -> str:
         value = spec[0]
         if isinstance(value, bool):
             return "boolean"
-        return "integer" if isinstance(value, int) else "number" if isinstance(value, float) else "string"
+        return (
+            "integer"
+            if isinstance(value, int)
+            else "number"
+            if isinstance(value, float)
+            else "string"
+        )
     return {"int": "integer", "float": "number"}.get(str(spec).partition(":")[0], "string")
 
 
@@ -146,7 +155,9 @@ def _entity(rng: random.Random, domain: dict[str, Any]) -> tuple[str, str, dict[
     """A name, an id and the fields of one entity."""
     kind = domain["key_kind"]
     name = (
-        rng.choice(domain["names"]) if kind == "name" else _value(rng, "email" if kind == "email" else "person")
+        rng.choice(domain["names"])
+        if kind == "name"
+        else _value(rng, "email" if kind == "email" else "person")
     )
     ident = _value(rng, domain["id"])
     return name, ident, {f: _value(rng, spec) for f, spec in domain["fields"].items()}
@@ -165,7 +176,9 @@ def _ask(rng: random.Random, noun: str, who: str, fields: list[str]) -> str:
     )
 
 
-def _answer_fields(rng: random.Random, who: str, fields: dict[str, Any], result: dict[str, Any]) -> str:
+def _answer_fields(
+    rng: random.Random, who: str, fields: dict[str, Any], result: dict[str, Any]
+) -> str:
     """An answer that states the asked fields first, then every other value of the result."""
     if rng.random() < 0.3:
         return describe(rng, result, who)
@@ -174,7 +187,9 @@ def _answer_fields(rng: random.Random, who: str, fields: dict[str, Any], result:
     return rng.choice([f"For {who}, {facts}.", f"{who[:1].upper()}{who[1:]}: {facts}."])
 
 
-def _conversation(rng: random.Random, domain: dict[str, Any], kind: str) -> tuple[str, list[tuple[list[Call], list[Any]]], str, list[str]]:
+def _conversation(
+    rng: random.Random, domain: dict[str, Any], kind: str
+) -> tuple[str, list[tuple[list[Call], list[Any]]], str, list[str]]:
     """``(request, steps, final answer, tools needed)``: each step is the calls of one
     assistant turn and their results."""
     noun = domain["noun"]
@@ -186,7 +201,9 @@ def _conversation(rng: random.Random, domain: dict[str, Any], kind: str) -> tupl
     pick = rng.sample(list(fields), rng.choice([1, 1, 2]))
     asked = {f: fields[f] for f in pick}
     if kind == "compare":
-        numeric = [f for f, v in fields.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        numeric = [
+            f for f, v in fields.items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+        ]
         field_name = rng.choice(numeric)
         other = dict(fields)
         other_id = _value(rng, domain["id"])
@@ -211,7 +228,12 @@ def _conversation(rng: random.Random, domain: dict[str, Any], kind: str) -> tupl
     if kind == "info":
         who = f"{noun} {ident}"
         text = _ask(rng, noun, who, pick)
-        return text, [([(details, {id_param: ident})], [record])], _answer_fields(rng, who, asked, record), [details]
+        return (
+            text,
+            [([(details, {id_param: ident})], [record])],
+            _answer_fields(rng, who, asked, record),
+            [details],
+        )
     if kind == "lookup":
         who = f"the {noun} {name}" if domain["key_kind"] == "name" else name
         text = _ask(rng, noun, who, pick)
@@ -225,7 +247,9 @@ def _conversation(rng: random.Random, domain: dict[str, Any], kind: str) -> tupl
     result = {k: _value(rng, v) for k, v in spec["result"].items()}
     act_call = (action, {id_param: ident, **extra})
     done = rng.choice(["Done", "All set", "Done"])
-    answer = f"{done}: " + _join([f"the {_label(k)} is {_text(v)}" for k, v in result.items()]) + "."
+    answer = (
+        f"{done}: " + _join([f"the {_label(k)} is {_text(v)}" for k, v in result.items()]) + "."
+    )
     if rng.random() < 0.3:  # by id: one step
         return spec["verb_id"].format(id=ident, **extra), [([act_call], [result])], answer, [action]
     text = spec["verb"].format(name=name, **extra)
