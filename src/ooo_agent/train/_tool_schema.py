@@ -1,11 +1,37 @@
-"""Small builders shared by the generated-request modules: OpenAI tool schemas and phrasing."""
+"""Small builders shared by the generated-request modules: their data tables, OpenAI tool
+schemas and phrasing."""
 
 from __future__ import annotations
 
+import json
 import random
+from functools import cache
+from importlib import resources
 from typing import Any
 
-__all__ = ["PYTHON_NOTE", "array_param", "param", "pick", "python_tool", "tool_schema"]
+__all__ = [
+    "PYTHON_NOTE",
+    "array_param",
+    "load_table",
+    "param",
+    "pick",
+    "python_tool",
+    "table_tools",
+    "tool_schema",
+]
+
+
+@cache
+def load_table(name: str) -> dict[str, Any]:
+    """The data table ``ooo_agent/train/tables/<name>.json``, read once (callers must not
+    change it)."""
+    text = (
+        resources.files("ooo_agent.train")
+        .joinpath(f"tables/{name}.json")
+        .read_text(encoding="utf-8")
+    )
+    table: dict[str, Any] = json.loads(text)
+    return table
 
 
 def tool_schema(
@@ -31,6 +57,16 @@ def python_tool(
 ) -> dict[str, Any]:
     """:func:`tool_schema` for a Python function: the description ends with :data:`PYTHON_NOTE`."""
     return tool_schema(name, description + PYTHON_NOTE, params, required)
+
+
+def table_tools(specs: dict[str, Any], *, python: bool = False) -> dict[str, dict[str, Any]]:
+    """Tools by name from a table's ``{name: {description, properties, required}}``; with
+    ``python``, built by :func:`python_tool`."""
+    build = python_tool if python else tool_schema
+    return {
+        name: build(name, spec["description"], spec["properties"], spec["required"])
+        for name, spec in specs.items()
+    }
 
 
 def param(kind: str, description: str, **extra: Any) -> dict[str, Any]:

@@ -27,6 +27,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ooo_agent.train._tool_schema import load_table
 from ooo_agent.train.examples import TrainRequest
 from ooo_agent.train.generated import _GENERATORS, _offer, _tool_count
 
@@ -44,9 +45,8 @@ AGENT_KINDS: dict[str, float] = {
 }
 """Share of each kind of row (see the module docstring)."""
 
-_CITIES = ["Oslo", "Madrid", "Lisbon", "Denver", "Tokyo", "Nairobi", "Toronto", "Cairo", "Lima"]
-_STREETS = ["Memphis, TN", "Louisville, KY", "Leipzig", "Cologne", "Chicago, IL", "Lyon"]
-_FIRST = ["Ana", "Ben", "Chloe", "Dario", "Emma", "Farid", "Grace", "Hiro", "Ines", "Jonas"]
+_T = load_table("agent")
+"""Value pools and comparison questions (``tables/agent.json``)."""
 
 
 def _id(rng: random.Random, prefix: str) -> str:
@@ -133,7 +133,7 @@ RESULTS: dict[str, Callable[[random.Random, Args], Any]] = {
     "send_mail": lambda r, a: {"message_id": _id(r, "MSG"), "sent": True},
     "search_inbox": lambda r, a: [
         {
-            "from": f"{r.choice(_FIRST).lower()}@example.com",
+            "from": f"{r.choice(_T['first_names']).lower()}@example.com",
             "subject": f"About {a['query']}",
             "received": _day(r),
         }
@@ -143,7 +143,7 @@ RESULTS: dict[str, Callable[[random.Random, Args], Any]] = {
     "add_customer_note": lambda r, a: {"note_id": _id(r, "NOTE"), "saved": True},
     "lookup_customer": lambda r, a: {
         "customer_id": _id(r, "CUS"),
-        "name": r.choice(_FIRST) + " " + r.choice(["Silva", "Berg", "Okafor", "Moreau"]),
+        "name": r.choice(_T["first_names"]) + " " + r.choice(["Silva", "Berg", "Okafor", "Moreau"]),
         "tier": r.choice(["basic", "gold", "platinum"]),
     },
     "create_support_ticket": lambda r, a: {"ticket_id": _id(r, "TCK"), "status": "open"},
@@ -160,7 +160,7 @@ RESULTS: dict[str, Callable[[random.Random, Args], Any]] = {
     },
     "track_package": lambda r, a: {
         "status": r.choice(["in transit", "out for delivery", "delivered"]),
-        "location": r.choice(_STREETS),
+        "location": r.choice(_T["streets"]),
         "estimated_delivery": _day(r),
     },
     "get_shipping_quote": lambda r, a: {
@@ -358,7 +358,7 @@ def _chain_track(rng: random.Random) -> tuple[str, Call, Any, Callable[[Any], Ca
 
 
 def _chain_note(rng: random.Random) -> tuple[str, Call, Any, Callable[[Any], Call], str]:
-    email = f"{rng.choice(_FIRST).lower()}@example.com"
+    email = f"{rng.choice(_T['first_names']).lower()}@example.com"
     note = rng.choice(["asked for a callback", "renewal due in May", "prefers email"])
     text = f"Add the note '{note}' to the customer account of {email}."
     first = tool_result(rng, "lookup_customer", {"email": email})
@@ -372,7 +372,7 @@ def _chain_note(rng: random.Random) -> tuple[str, Call, Any, Callable[[Any], Cal
 
 
 def _chain_invoice(rng: random.Random) -> tuple[str, Call, Any, Callable[[Any], Call], str]:
-    email = f"{rng.choice(_FIRST).lower()}@example.com"
+    email = f"{rng.choice(_T['first_names']).lower()}@example.com"
     amount, cur = rng.randint(50, 2000), rng.choice(["USD", "EUR", "GBP"])
     text = f"Invoice the customer {email} for {amount} {cur}."
     first = tool_result(rng, "lookup_customer", {"email": email})
@@ -502,18 +502,10 @@ def _chain_row(rng: random.Random, finish: bool) -> tuple[_Convo, list[Call], st
     return convo, [], describe(rng, result2, subject), [first[0], second[0]]
 
 
-_COMPARE: list[tuple[str, str, str, str]] = [
-    # (tool, argument, question, what is compared)
-    ("current_conditions", "city", "Is it warmer in {a} or in {b} right now?", "temperature"),
-    ("get_stock_quote", "symbol", "Which is trading higher, {a} or {b}?", "price"),
-    ("check_inventory", "sku", "Do we have more of {a} or of {b} in stock?", "available"),
-]
-
-
 def _compare_row(rng: random.Random, finish: bool) -> tuple[_Convo, list[Call], str, list[str]]:
-    tool, arg, question, key = rng.choice(_COMPARE)
+    tool, arg, question, key = rng.choice(_T["compare"])
     if arg == "city":
-        a, b = rng.sample(_CITIES, 2)
+        a, b = rng.sample(_T["cities"], 2)
     elif arg == "symbol":
         a, b = rng.sample(["AAPL", "MSFT", "NVDA", "SAP", "TSLA", "AMZN", "ASML"], 2)
     else:
@@ -544,7 +536,7 @@ def _compare_row(rng: random.Random, finish: bool) -> tuple[_Convo, list[Call], 
 def _error_row(rng: random.Random) -> tuple[_Convo, list[Call], str, list[str]]:
     if rng.random() < 0.5:
         # The error names the fix: the next move is the corrected call.
-        city = rng.choice(_CITIES)
+        city = rng.choice(_T["cities"])
         typo = city[:-1] + city[-1] * 2 if rng.random() < 0.5 else city.lower()[:-1]
         convo = _Convo(rng, f"What's the weather in {typo}?")
         convo.calls(

@@ -24,12 +24,10 @@ value specs. Deterministic for a seed::
 
 from __future__ import annotations
 
-import json
 import random
-from functools import cache
-from importlib import resources
 from typing import Any
 
+from ooo_agent.train._tool_schema import load_table
 from ooo_agent.train.examples import TrainRequest
 from ooo_agent.train.generated_agent import _Convo, _Error, _join, _text, describe
 
@@ -41,12 +39,9 @@ DOMAIN_KINDS: dict[str, float] = {"info": 0.25, "lookup": 0.3, "act": 0.3, "comp
 Call = tuple[str, dict[str, Any]]
 
 
-@cache
 def load_domains() -> dict[str, Any]:
     """The domain table (``ooo_agent/train/tables/agent_domains.json``)."""
-    text = resources.files("ooo_agent.train").joinpath("tables/agent_domains.json").read_text()
-    table: dict[str, Any] = json.loads(text)
-    return table
+    return load_table("agent_domains")
 
 
 def _value(rng: random.Random, spec: Any) -> Any:

@@ -25,10 +25,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from ooo_agent.train._tool_schema import array_param as _arr
-from ooo_agent.train._tool_schema import param as _p
+from ooo_agent.train._tool_schema import load_table, table_tools
 from ooo_agent.train._tool_schema import pick as _pick
-from ooo_agent.train._tool_schema import python_tool as _tool
 from ooo_agent.train.examples import TrainRequest
 from ooo_agent.train.generated import GENERATED_TOOLS
 
@@ -38,97 +36,10 @@ Args = dict[str, Any]
 Make = Callable[[random.Random], tuple[str, Args]]
 
 
-QUANTITY_TOOLS: dict[str, Any] = {
-    t["function"]["name"]: t
-    for t in [
-        _tool(
-            "investments.discounted_value",
-            "Net present value of a series of yearly cash flows.",
-            {
-                "cash_flows": _arr("The yearly cash flows.", "integer"),
-                "discount_rate": _p("number", "The discount rate."),
-                "initial_outlay": _p("integer", "The initial investment. Default is 0."),
-            },
-            ["cash_flows", "discount_rate"],
-        ),
-        _tool(
-            "investments.projected_value",
-            "Projected value of an investment after some years of growth.",
-            {
-                "amount": _p("integer", "The amount invested."),
-                "growth_rate": _p("number", "The expected annual growth rate."),
-                "years": _p("integer", "The holding period in years."),
-            },
-            ["amount", "growth_rate", "years"],
-        ),
-        _tool(
-            "bank.deposit_interest",
-            "Interest earned by a bank deposit.",
-            {
-                "deposit": _p("integer", "The initial deposit."),
-                "interest_rate": _p("number", "The annual interest rate."),
-                "years": _p("integer", "Number of years the money stays deposited."),
-                "compounding": _p(
-                    "string",
-                    "How often interest is compounded. Default is 'yearly'.",
-                    enum=["yearly", "quarterly", "monthly", "daily"],
-                ),
-            },
-            ["deposit", "interest_rate", "years"],
-        ),
-        _tool(
-            "company.equity_return",
-            "Return on equity of a company.",
-            {
-                "net_income": _p("integer", "The company's net income."),
-                "equity": _p("integer", "The shareholders' equity."),
-                "dividends": _p("integer", "Dividends paid. Optional, default is 0."),
-            },
-            ["net_income", "equity"],
-        ),
-        _tool(
-            "company.payout_per_share",
-            "Dividend per share from the total payout.",
-            {
-                "total_payout": _p("integer", "Total dividends paid out, in USD."),
-                "shares": _p("integer", "Number of outstanding shares."),
-            },
-            ["total_payout", "shares"],
-        ),
-        _tool(
-            "geo.people_per_km2",
-            "Population density of a country.",
-            {
-                "country": _p("string", "The country."),
-                "population": _p("integer", "The population of the country."),
-                "area": _p("integer", "Land area in square kilometers."),
-            },
-            ["country", "population", "area"],
-        ),
-        _tool(
-            "retail.tax_on_price",
-            "Sales tax due on a purchase.",
-            {
-                "price": _p("number", "Price before tax, in dollars."),
-                "tax_rate": _p("number", "Tax rate in percent, e.g. 8.25."),
-            },
-            ["price", "tax_rate"],
-        ),
-        _tool(
-            "loans.total_interest_paid",
-            "Total interest paid over the life of a fixed-rate loan.",
-            {
-                "principal": _p("integer", "The amount borrowed."),
-                "annual_rate_percent": _p("number", "Annual interest rate in percent, e.g. 6.5."),
-                "years": _p("integer", "Length of the loan in years."),
-            },
-            ["principal", "annual_rate_percent", "years"],
-        ),
-    ]
-}
+_T = load_table("quantities")
+"""Tools and value pools (``tables/quantities.json``)."""
 
-_PERCENTS = [1, 1.5, 2, 2.5, 3, 3.5, 4, 4.5, 5, 5.5, 6, 6.5, 7, 7.5, 8, 9, 10, 12, 15, 20]
-_COUNTRIES = ["Brazil", "India", "Canada", "Nigeria", "Germany", "Mexico", "Japan", "Egypt"]
+QUANTITY_TOOLS: dict[str, Any] = table_tools(_T["tools"], python=True)
 
 
 def _number(value: float) -> str:
@@ -172,7 +83,7 @@ def _money(rng: random.Random, low: int, high: int, step: int) -> int:
 
 def _npv(rng: random.Random) -> tuple[str, Args]:
     flows = [_money(rng, 100, 5000, 100) for _ in range(rng.randint(3, 5))]
-    pct = rng.choice(_PERCENTS)
+    pct = rng.choice(_T["percents"])
     args: Args = {"cash_flows": flows, "discount_rate": _fraction(pct)}
     listed = "[" + ", ".join(map(str, flows)) + "]"
     text = _pick(
@@ -188,7 +99,11 @@ def _npv(rng: random.Random) -> tuple[str, Args]:
 
 
 def _projected(rng: random.Random) -> tuple[str, Args]:
-    amount, pct, years = _money(rng, 1000, 50000, 500), rng.choice(_PERCENTS), rng.randint(2, 30)
+    amount, pct, years = (
+        _money(rng, 1000, 50000, 500),
+        rng.choice(_T["percents"]),
+        rng.randint(2, 30),
+    )
     return _pick(
         rng,
         f"What will a {amount_text(rng, amount)} investment be worth in {years} years if it "
@@ -201,7 +116,11 @@ def _projected(rng: random.Random) -> tuple[str, Args]:
 
 
 def _deposit(rng: random.Random) -> tuple[str, Args]:
-    deposit, pct, years = _money(rng, 500, 100000, 500), rng.choice(_PERCENTS), rng.randint(1, 20)
+    deposit, pct, years = (
+        _money(rng, 500, 100000, 500),
+        rng.choice(_T["percents"]),
+        rng.randint(1, 20),
+    )
     args: Args = {"deposit": deposit, "interest_rate": _fraction(pct), "years": years}
     text = _pick(
         rng,
@@ -243,7 +162,7 @@ def _per_share(rng: random.Random) -> tuple[str, Args]:
 
 
 def _density(rng: random.Random) -> tuple[str, Args]:
-    country = rng.choice(_COUNTRIES)
+    country = rng.choice(_T["countries"])
     population = rng.choice([38, 83, 126, 129, 213, 1400, 110, 220]) * 10**6
     area = rng.choice([357_000, 1_000_000, 1_973_000, 8_500_000, 9_985_000, 3_287_000])
     return _pick(
@@ -270,7 +189,7 @@ def _sales_tax(rng: random.Random) -> tuple[str, Args]:
 
 def _loan_interest(rng: random.Random) -> tuple[str, Args]:
     principal, years = _money(rng, 5000, 400_000, 5000), rng.choice([3, 5, 10, 15, 20, 30])
-    pct = rng.choice(_PERCENTS)
+    pct = rng.choice(_T["percents"])
     return _pick(
         rng,
         f"How much interest will I pay in total on a {amount_text(rng, principal)} loan at "

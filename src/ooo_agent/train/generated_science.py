@@ -17,10 +17,8 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from ooo_agent.train._tool_schema import array_param as _arr
-from ooo_agent.train._tool_schema import param as _p
+from ooo_agent.train._tool_schema import load_table, table_tools
 from ooo_agent.train._tool_schema import pick as _pick
-from ooo_agent.train._tool_schema import python_tool as _tool
 
 __all__ = ["SCIENCE_DOMAINS", "SCIENCE_GENERATORS", "SCIENCE_TOOLS"]
 
@@ -28,236 +26,10 @@ Args = dict[str, Any]
 Make = Callable[[random.Random], tuple[str, Args]]
 
 
-_LENGTHS = ["meters", "feet", "inches", "kilometers", "miles", "centimeters", "yards"]
-_SCALES = ["celsius", "fahrenheit", "kelvin"]
-_FORMULAS = ["H2O", "CO2", "NaCl", "C6H12O6", "CH4", "NH3", "H2SO4", "C2H5OH"]
-_TEAMS = ["Chicago Bulls", "Boston Celtics", "Real Madrid", "Manchester United", "Yankees"]
-_ARTISTS = ["Adele", "Coldplay", "Miles Davis", "Taylor Swift", "Daft Punk", "Shakira"]
-_GENRES = ["jazz", "pop", "rock", "electronic", "classical"]
-_EVENTS = [
-    "the fall of the Berlin Wall",
-    "the first Moon landing",
-    "the French Revolution",
-    "the signing of the Magna Carta",
-    "the invention of the printing press",
-]
-_REGIONS = ["Europe", "Asia", "North America", "Africa", "South America"]
-_INGREDIENTS = ["chicken", "rice", "spinach", "tomatoes", "lentils", "tofu", "mushrooms", "eggs"]
-_DIETS = ["vegetarian", "vegan", "gluten-free", "keto"]
-_CITIES = ["Paris", "Berlin", "Madrid", "Rome", "Vienna", "Prague", "Lisbon", "Dublin"]
+_T = load_table("science")
+"""Tools, domains and value pools (``tables/science.json``)."""
 
-SCIENCE_TOOLS: dict[str, Any] = {
-    t["function"]["name"]: t
-    for t in [
-        _tool(
-            "physics.kinetic_energy_of_body",
-            "Compute the kinetic energy of a moving body.",
-            {
-                "mass": _p("number", "Mass of the body in kilograms."),
-                "velocity": _p("number", "Speed of the body in m/s."),
-                "unit": _p("string", "Optional. Energy unit of the result. Default is 'joules'."),
-            },
-            ["mass", "velocity"],
-        ),
-        _tool(
-            "physics.free_fall_distance",
-            "Distance an object falls from rest in a given time, without air resistance.",
-            {
-                "time": _p("integer", "Falling time in seconds."),
-                "gravity": _p("number", "Acceleration due to gravity in m/s^2. Default is 9.81."),
-            },
-            ["time"],
-        ),
-        _tool(
-            "travel.average_speed",
-            "Average speed over a trip of a given distance and duration.",
-            {
-                "distance": _p("integer", "Distance covered, in kilometers."),
-                "duration": _p("integer", "Time taken, in hours."),
-                "unit": _p("string", "Optional. Unit of the result. Default is 'km/h'."),
-            },
-            ["distance", "duration"],
-        ),
-        _tool(
-            "electric.current_from_ohms_law",
-            "Current through a resistor from the voltage across it (Ohm's law).",
-            {
-                "voltage": _p("number", "Voltage in volts."),
-                "resistance": _p("integer", "Resistance in ohms."),
-            },
-            ["voltage", "resistance"],
-        ),
-        _tool(
-            "chemistry.molar_mass_of",
-            "Molar mass of a compound given its chemical formula.",
-            {"formula": _p("string", "Chemical formula, e.g. 'H2O'.")},
-            ["formula"],
-        ),
-        _tool(
-            "chemistry.gas_volume",
-            "Volume of an ideal gas from amount, temperature and pressure.",
-            {
-                "moles": _p("number", "Amount of gas in moles."),
-                "temperature": _p("integer", "Temperature in kelvin."),
-                "pressure": _p("number", "Pressure in atmospheres. Default is 1."),
-            },
-            ["moles", "temperature"],
-        ),
-        _tool(
-            "shapes.rectangle_area",
-            "Area of a rectangle.",
-            {
-                "length": _p("integer", "Length of the rectangle."),
-                "width": _p("integer", "Width of the rectangle."),
-                "unit": _p("string", "Optional. Unit of the sides, e.g. 'cm'. Default is 'm'."),
-            },
-            ["length", "width"],
-        ),
-        _tool(
-            "shapes.sphere_volume",
-            "Volume of a sphere from its radius.",
-            {
-                "radius": _p("number", "Radius of the sphere."),
-                "round_to": _p("integer", "Decimal places of the result. Default is 2."),
-            },
-            ["radius"],
-        ),
-        _tool(
-            "savings.compound_growth",
-            "Future value of a deposit with compound interest.",
-            {
-                "principal": _p("integer", "Initial deposit."),
-                "rate": _p("number", "Annual interest rate as a decimal, e.g. 0.05 for 5%."),
-                "years": _p("integer", "Number of years."),
-                "compounds_per_year": _p("integer", "Compounding periods per year. Default 1."),
-            },
-            ["principal", "rate", "years"],
-        ),
-        _tool(
-            "loans.monthly_installment",
-            "Monthly payment of a fixed-rate loan.",
-            {
-                "loan_amount": _p("integer", "Amount borrowed."),
-                "annual_rate": _p("number", "Annual interest rate in percent, e.g. 4.5."),
-                "years": _p("integer", "Length of the loan in years."),
-            },
-            ["loan_amount", "annual_rate", "years"],
-        ),
-        _tool(
-            "numbers.least_common_multiple",
-            "Least common multiple of a list of integers.",
-            {"numbers": _arr("The integers.", "integer")},
-            ["numbers"],
-        ),
-        _tool(
-            "numbers.mean_value",
-            "Arithmetic mean of a list of numbers.",
-            {
-                "values": _arr("The numbers to average.", "number"),
-                "round_to": _p("integer", "Decimal places of the result. Default is 2."),
-            },
-            ["values"],
-        ),
-        _tool(
-            "numbers.modular_power",
-            "Raise a base to an exponent, optionally modulo a number.",
-            {
-                "base": _p("integer", "The base."),
-                "exponent": _p("integer", "The exponent."),
-                "modulus": _p("integer", "Optional modulus. Default is none."),
-            },
-            ["base", "exponent"],
-        ),
-        _tool(
-            "stats.binomial_chance",
-            "Probability of exactly k successes in n independent trials.",
-            {
-                "trials": _p("integer", "Number of trials."),
-                "successes": _p("integer", "Number of successes."),
-                "p": _p("number", "Probability of success in one trial."),
-            },
-            ["trials", "successes", "p"],
-        ),
-        _tool(
-            "units.convert_length",
-            "Convert a length from one unit to another.",
-            {
-                "value": _p("number", "The length to convert."),
-                "from_unit": _p("string", "Unit of the value.", enum=_LENGTHS),
-                "to_unit": _p("string", "Unit to convert to.", enum=_LENGTHS),
-            },
-            ["value", "from_unit", "to_unit"],
-        ),
-        _tool(
-            "units.convert_temperature",
-            "Convert a temperature between scales.",
-            {
-                "temperature": _p("number", "The temperature to convert."),
-                "from_scale": _p("string", "Scale of the value.", enum=_SCALES),
-                "to_scale": _p("string", "Scale to convert to.", enum=_SCALES),
-            },
-            ["temperature", "from_scale", "to_scale"],
-        ),
-        _tool(
-            "maps.city_distance",
-            "Straight-line distance between two cities.",
-            {
-                "origin": _p("string", "First city."),
-                "destination": _p("string", "Second city."),
-                "unit": _p("string", "Distance unit. Default is 'km'.", enum=["km", "miles"]),
-            },
-            ["origin", "destination"],
-        ),
-        _tool(
-            "biology.cells_after_divisions",
-            "Number of cells after a number of divisions.",
-            {
-                "initial_cells": _p("integer", "Cells at the start."),
-                "divisions": _p("integer", "Number of division cycles."),
-            },
-            ["initial_cells", "divisions"],
-        ),
-        _tool(
-            "sports.team_season_record",
-            "Win/loss record and statistics of a team for one season.",
-            {
-                "team": _p("string", "Team name."),
-                "season": _p("integer", "Season year, e.g. 2019."),
-                "include_playoffs": _p("boolean", "Include playoff games. Default is false."),
-            },
-            ["team", "season"],
-        ),
-        _tool(
-            "history.event_date_lookup",
-            "Date of a historical event.",
-            {
-                "event": _p("string", "The event."),
-                "region": _p("string", "Optional. Region to disambiguate the event."),
-            },
-            ["event"],
-        ),
-        _tool(
-            "music.songs_by_artist",
-            "Find songs by an artist.",
-            {
-                "artist": _p("string", "Artist name."),
-                "year": _p("integer", "Optional. Release year."),
-                "genre": _p("string", "Optional. Genre filter."),
-            },
-            ["artist"],
-        ),
-        _tool(
-            "recipes.find_dishes",
-            "Find recipes that use the given ingredients.",
-            {
-                "ingredients": _arr("Ingredients to use.", "string"),
-                "max_calories": _p("integer", "Optional. Calorie limit per serving."),
-                "diet": _p("string", "Optional diet.", enum=_DIETS),
-            },
-            ["ingredients"],
-        ),
-    ]
-}
+SCIENCE_TOOLS: dict[str, Any] = table_tools(_T["tools"], python=True)
 
 
 def _num(rng: random.Random, low: int, high: int, decimals: float = 0.4) -> int | float:
@@ -325,7 +97,7 @@ def _ohm(rng: random.Random) -> tuple[str, Args]:
 
 
 def _molar(rng: random.Random) -> tuple[str, Args]:
-    f = rng.choice(_FORMULAS)
+    f = rng.choice(_T["formulas"])
     return _pick(rng, f"What is the molar mass of {f}?", f"Give me the molar mass of {f}."), {
         "formula": f
     }
@@ -435,7 +207,7 @@ def _binomial(rng: random.Random) -> tuple[str, Args]:
 
 def _length(rng: random.Random) -> tuple[str, Args]:
     v = _num(rng, 1, 500)
-    src, dst = rng.sample(_LENGTHS, 2)
+    src, dst = rng.sample(_T["lengths"], 2)
     return _pick(rng, f"Convert {v} {src} to {dst}.", f"How many {dst} is {v} {src}?"), {
         "value": v,
         "from_unit": src,
@@ -445,7 +217,7 @@ def _length(rng: random.Random) -> tuple[str, Args]:
 
 def _temperature(rng: random.Random) -> tuple[str, Args]:
     t = _num(rng, -20, 120, 0.3)
-    src, dst = rng.sample(_SCALES, 2)
+    src, dst = rng.sample(_T["scales"], 2)
     return f"Convert {t} degrees {src} to {dst}.", {
         "temperature": t,
         "from_scale": src,
@@ -454,7 +226,7 @@ def _temperature(rng: random.Random) -> tuple[str, Args]:
 
 
 def _distance(rng: random.Random) -> tuple[str, Args]:
-    a, b = rng.sample(_CITIES, 2)
+    a, b = rng.sample(_T["cities"], 2)
     if rng.random() < 0.4:
         return f"How far is {a} from {b} in miles?", {
             "origin": a,
@@ -473,7 +245,7 @@ def _cells(rng: random.Random) -> tuple[str, Args]:
 
 
 def _season(rng: random.Random) -> tuple[str, Args]:
-    team, year = rng.choice(_TEAMS), rng.randint(1995, 2023)
+    team, year = rng.choice(_T["teams"]), rng.randint(1995, 2023)
     if rng.random() < 0.35:
         return f"Show the {year} season record of the {team}, playoffs included.", {
             "team": team,
@@ -484,35 +256,35 @@ def _season(rng: random.Random) -> tuple[str, Args]:
 
 
 def _event_date(rng: random.Random) -> tuple[str, Args]:
-    event = rng.choice(_EVENTS)
+    event = rng.choice(_T["events"])
     if rng.random() < 0.3:
-        region = rng.choice(_REGIONS)
+        region = rng.choice(_T["regions"])
         return f"When did {event} happen in {region}?", {"event": event, "region": region}
     return f"When was {event}?", {"event": event}
 
 
 def _songs(rng: random.Random) -> tuple[str, Args]:
-    artist = rng.choice(_ARTISTS)
+    artist = rng.choice(_T["artists"])
     args: Args = {"artist": artist}
     text = f"Find songs by {artist}"
     if rng.random() < 0.35:
         args["year"] = rng.randint(1970, 2022)
         text += f" released in {args['year']}"
     if rng.random() < 0.25:
-        args["genre"] = rng.choice(_GENRES)
+        args["genre"] = rng.choice(_T["genres"])
         text += f" in the {args['genre']} genre"
     return text + ".", args
 
 
 def _dishes(rng: random.Random) -> tuple[str, Args]:
-    items = rng.sample(_INGREDIENTS, rng.randint(1, 3))
+    items = rng.sample(_T["ingredients"], rng.randint(1, 3))
     args: Args = {"ingredients": items}
     text = f"Suggest recipes with {_list(items)}"
     if rng.random() < 0.35:
         args["max_calories"] = rng.choice([400, 500, 600, 800])
         text += f" under {args['max_calories']} calories"
     if rng.random() < 0.3:
-        args["diet"] = rng.choice(_DIETS)
+        args["diet"] = rng.choice(_T["diets"])
         text += f", {args['diet']}"
     return text + ".", args
 
@@ -543,31 +315,5 @@ SCIENCE_GENERATORS: list[tuple[str, Make]] = [
 ]
 
 SCIENCE_DOMAINS: dict[str, tuple[str, ...]] = {
-    "physics": (
-        "physics.kinetic_energy_of_body",
-        "physics.free_fall_distance",
-        "travel.average_speed",
-        "electric.current_from_ohms_law",
-    ),
-    "chemistry": (
-        "chemistry.molar_mass_of",
-        "chemistry.gas_volume",
-        "biology.cells_after_divisions",
-    ),
-    "geometry": ("shapes.rectangle_area", "shapes.sphere_volume", "units.convert_length"),
-    "money": ("savings.compound_growth", "loans.monthly_installment", "stats.binomial_chance"),
-    "numbers": (
-        "numbers.least_common_multiple",
-        "numbers.mean_value",
-        "numbers.modular_power",
-        "stats.binomial_chance",
-    ),
-    "units": ("units.convert_length", "units.convert_temperature", "maps.city_distance"),
-    "knowledge": (
-        "sports.team_season_record",
-        "history.event_date_lookup",
-        "music.songs_by_artist",
-        "recipes.find_dishes",
-        "maps.city_distance",
-    ),
+    name: tuple(members) for name, members in _T["domains"].items()
 }
