@@ -187,8 +187,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="W",
         help="in that relevance, how much a word of a tool's parameter names and descriptions "
-        "counts (WaveOptions.relevance_parameter_weight; default 0.5; 0: left out, as before "
-        "2026-12-06)",
+        "counts (WaveOptions.relevance_parameter_weight; default 0.5; 0: left out)",
     )
     add(
         "--sidecar-required-values",

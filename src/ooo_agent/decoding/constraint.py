@@ -1,27 +1,13 @@
 """Constrained greedy decoding: calls name offered tools, their JSON is well-formed, and their
 arguments follow the tool's schema.
 
-A small model sometimes writes a function name that is close to an offered one but not it
-(``math.roots.quadratic`` for ``math_roots.quadratic``), or JSON that does not parse (a nested
-object closed once too few times, ``"height": 5ft 10``); the call then fails however right the
-rest is. :class:`CallConstraint` restricts the target's choice, token by token, to
-continuations that keep the current call's name a prefix of an offered name (and, once the
-closing quote is written, exactly one) and, with ``well_formed``, the call's text the
-beginning of a well-formed call (the format's skeleton: the text up to the arguments, one
-JSON object with strict numbers and literals, the closing text) and, with ``arguments``,
-arguments the tool accepts: only its parameters as keys, none twice, no closing brace while a
-required one is missing, top-level values of the declared JSON type and enum, array elements
-as the schema's ``items`` / ``maxItems`` / ``uniqueItems`` say (an enum's options each once),
-no key twice in any nested object, no endless whitespace (a model that borrows a parameter
-from another offered tool, or closes the call before a required argument, is steered to the
-next token it ranks highest that keeps the call valid).
-A whitespace token is never taken in place of a refused one: it would only put the choice off.
-
-The constraint is a function of the tokens generated so far and the logits at that position:
-the target's argmax when that token is allowed (the common case, at the cost of one text
-decode and one scan: the text checked for the previous token is kept), else the highest-scoring allowed token. Every mode applies it at every
-position the same way — the plain one-token-per-forward loop and the tree walk alike — so the
-speculative modes stay token-identical to *constrained* greedy decoding.
+:class:`CallConstraint` restricts the target's choice, token by token, to continuations that
+keep the current call valid: its name a prefix of an offered one, with ``well_formed`` its text
+the beginning of a well-formed call, with ``arguments`` only the tool's parameters, each once,
+the required ones, declared types, enums and array elements. It keeps the argmax when that
+token is allowed, else takes the highest-scoring allowed token (never a whitespace token in
+place of a refused one). Every mode applies it at every position alike, so the speculative
+modes stay token-identical to *constrained* greedy decoding. Guide: docs/tools.md.
 
 Example::
 

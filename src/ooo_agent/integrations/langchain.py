@@ -1,40 +1,11 @@
 """LangChain / LangGraph drop-in: :class:`OoOChatModel`, a ``BaseChatModel`` over a
-:class:`~ooo_agent.FastToolCaller`, and :func:`toolset_from_langchain`.
+:class:`~ooo_agent.FastToolCaller`, with :func:`to_langchain_tools` and
+:func:`toolset_from_langchain`.
 
-The chat model only *produces* calls: LangChain and LangGraph run the tools themselves, so the
-caller runs with ``dispatch=False`` (``"speculated"`` when read-only tools may be pre-executed:
-still nothing else runs). Calls still go through our validator, so the
-``AIMessage.tool_calls`` it returns always name a bound tool with schema-valid arguments;
-anything else lands in ``invalid_tool_calls``.
-
-Example (LangChain 1.x's agent factory; LangGraph's ``create_react_agent`` is deprecated)::
-
-    from langchain.agents import create_agent
-    model = OoOChatModel(caller=FastToolCaller(target))
-    agent = create_agent(model, to_langchain_tools([add, multiply]))
-
-:func:`to_langchain_tools` turns our ``@tool`` functions into LangChain tools that LangGraph's
-``ToolNode`` runs sync or async (an ``async`` tool is awaited), validated by our validator, and
-whose exceptions come back as ``ToolMessage(status="error")`` instead of ending the run.
-An ``async`` ``@tool`` given to ``ToolNode`` as it is is awaited too (LangChain's own conversion
-sees a coroutine function), but LangGraph then re-raises its exceptions, as for any tool.
-
-``stream()`` / ``astream()`` yield ``AIMessageChunk``s: the text, then one ``tool_call_chunks``
-entry per validated call, then usage and metadata; added together they give the message
-``invoke()`` returns. No target streams its text yet, so the chunks come once the turn is
-decoded and validated. A rejected call is listed in ``response_metadata["ooo_invalid_tool_calls"]``
-of a streamed message, not as a chunk: LangChain rebuilds ``invalid_tool_calls`` from chunk
-arguments, which would turn a schema-invalid call into a valid-looking one.
-
-Speculative pre-execution: with a sidecar, a read-only tool (our ``@tool(read_only=True)``, or a
-LangChain tool whose ``metadata`` has ``{"read_only": True}``) is started on the sidecar's
-predicted call while the target decodes. A result the target's verified call confirms is kept
-for that call (``response_metadata["ooo_preexecuted"]``), and the tools from
-:meth:`OoOChatModel.speculative_tools` return it when LangGraph's ``ToolNode`` runs the call::
-
-    agent = create_agent(model, model.speculative_tools([search, add]))
-
-Needs the ``langchain`` extra (``pip install "ooo-agent[langchain]"``).
+The chat model only produces calls (the caller runs with ``dispatch=False``, or
+``"speculated"`` to pre-execute read-only tools); every call in ``AIMessage.tool_calls`` has
+passed our validator, anything else lands in ``invalid_tool_calls``. Usage, streaming and
+pre-execution: docs/integrations.md. Needs the ``langchain`` extra.
 """
 
 from __future__ import annotations

@@ -1,27 +1,12 @@
 """Batched greedy generation that computes the batch's shared token prefix once.
 
-The rows of a sidecar wave share a long prefix (system message + dialogue), so the prefix is
-run through the model once at batch size 1, its KV cache is repeated across the batch, and only
-each row's own suffix is computed per row. Suffixes of different lengths are left-padded into
-the gap *between* the prefix and the suffix: one 4-D additive attention mask hides the pad
-columns ("holes") and explicit per-row position ids keep every real token at the position it
-has when the row runs alone, so each row's greedy answer equals running that row by itself.
-
-Rows that finish (end of turn, a stop string, or the token budget) are reported at once through
-``on_row`` and leave the batch, so later steps run only the rows still generating.
-
-``first`` runs some rows to completion before the others (their suffixes, then their decode
-steps, as a batch of their own over the same prefix KV); ``then`` sees their answers and picks
-which of the remaining rows run at all. A sidecar on a CPU, where rows cost time one by one,
-uses it to answer the function index first and then ask only the chosen tool's arguments.
-
-A single row can keep its KV cache for the next one (:class:`KeptPrefix`): a later prompt that
-extends it — the same call written on with the last answer in it — computes only its new tokens.
-
-With a :class:`~ooo_agent.decoding.prefix_cache.PrefixCache`, a batch's shared prefix starts
-from the longest prefix of it the cache holds (another wave's listing and conversation), only
-the rest runs, and the whole prefix is stored for the next batch; ``usage`` counts the tokens
-served and run (:class:`~ooo_agent.sidecar.base.WaveUsage`).
+The shared prefix runs once at batch size 1 and its KV cache is repeated across the batch; each
+row's suffix is left-padded into the gap between prefix and suffix, with a 4-D attention mask
+over the pad columns and per-row position ids, so each row's greedy answer equals running it
+alone. Finished rows leave the batch and are reported through ``on_row``. ``first`` / ``then``
+run some rows before choosing the rest; :class:`KeptPrefix` keeps a single row's KV for a
+prompt that extends it; a :class:`~ooo_agent.decoding.prefix_cache.PrefixCache` serves the
+longest cached prefix. How the wave uses it: docs/sidecar.md.
 
 Example::
 

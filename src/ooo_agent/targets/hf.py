@@ -67,46 +67,18 @@ DEFAULT_MAX_DRAFT_TOKENS = 64
 class HFTarget:
     """A local Hugging Face causal LM that writes calls in a :class:`ChatFormat`.
 
-    ``num_threads`` sets torch's intra-op threads (process-wide) when given.
-    ``prefix_reuse`` keeps each call's KV (prompt and output) in a prefix cache of several
-    entries (:attr:`prefix_cache`), least recently used evicted first within
-    ``prefix_cache_bytes`` (None: 512 MiB), and prefills only the part of a prompt after the
-    longest cached prefix: interleaved toolsets and sessions each keep theirs, and a
-    conversation's next turn prefills only the tool's result and what follows the call the
-    model wrote, up to the first token where its rendering differs (``stats.cached_tokens``,
-    ``stats.cache_diverged_at``). ``node_budget`` caps drafted
-    tree nodes per step, ``max_draft_tokens`` each drafter's draft (the sidecar's hint
-    included), and ``min_gain`` drops nodes less likely than this to be accepted. Both caps are
-    64: a whole call of up to 64 tokens — most of BFCL's — is verified in one forward once its
-    hint is in, and a 64-token verification costs a CPU about 30 % more than a 32-token
-    one (``benchmarks/verify_cost.py``).
-    The retrieval memory keeps ``memory_size`` earlier outputs of this instance.
-    ``constrain_names`` restricts every call's function name to the offered tools during
-    decoding, ``constrain_json`` keeps every call's text a well-formed call,
-    ``constrain_arguments`` (which implies ``constrain_json``) keeps every call's arguments to its
-    tool's schema: known keys, each once, the required ones, declared types and enums, array
-    elements as ``items`` / ``maxItems`` / ``uniqueItems`` say (:mod:`ooo_agent.decoding.constraint`), in every mode alike: the modes then equal
-    *constrained* greedy decoding token for token. ``rules`` (names or
-    :class:`~ooo_agent.rules.Rule` objects; any implies ``constrain_arguments``) rewrite each
-    request's tool schemas before the constraint reads them (:mod:`ooo_agent.rules`):
-    ``mentioned`` counts as required the optional parameters the user's messages name,
-    ``values`` holds values to the conventions the tool and the request state (a rate stated
-    in percent as a fraction, an enum option the request names, a place asked for as "City,
-    State" so, an amount written whole); ``constrain_mentioned=True`` and
-    ``constrain_values=True`` are shorthands for those two. Off by default (plain greedy
-    decoding).
-    ``decline_below`` (None: off) answers without a call when, at the first token, the model's
-    probability of opening one is below it (:mod:`ooo_agent.decoding.decline`): the answer is
-    then the model's words, every mode alike, and ``stats.declined`` says so;
-    ``stats.call_probability`` holds that probability wherever the policy was asked — a turn
-    that answers a user's message with tools offered. After a tool's result,
-    ``call_again_below`` (None: off) is the same policy with its own threshold: the model calls
-    again only when opening a call is at least that likely (0.5: more likely than answering).
-    ``request.tool_choice`` is decoded under, in every mode alike: ``"none"`` always declines
-    (``stats.declined`` stays false: the request refused, not the policy), ``"required"`` opens
-    the answer with a call (:mod:`ooo_agent.decoding.choice`) and a named tool opens it with
-    that tool's call and holds every call's name to it; the decline policy applies to
-    ``"auto"`` only.
+    Every mode decodes the same tokens. ``node_budget`` / ``max_draft_tokens`` (64) cap the
+    drafted tree per step and each draft, ``min_gain`` drops unlikely nodes, ``memory_size``
+    sizes the retrieval memory, ``num_threads`` sets torch's threads; ``prefix_reuse`` keeps
+    each call's KV in an LRU :attr:`prefix_cache` of ``prefix_cache_bytes`` (None: 512 MiB)
+    and prefills only what follows the longest cached prefix (docs/architecture.md).
+    ``constrain_names`` / ``constrain_json`` / ``constrain_arguments`` hold calls to the
+    offered tools (:mod:`ooo_agent.decoding.constraint`); ``rules`` (or the shorthands
+    ``constrain_mentioned`` / ``constrain_values``) rewrite each request's tool schemas first
+    (:mod:`ooo_agent.rules`); all off by default. ``decline_below`` and, after a tool's result,
+    ``call_again_below`` (None: off) answer in words when the first token's probability of a
+    call is below them (``stats.declined``, ``stats.call_probability``); ``request.tool_choice``
+    is honoured in every mode. See docs/tools.md and docs/rules.md.
     """
 
     def __init__(

@@ -6,24 +6,10 @@
     if isinstance(outcome, CallError):
         messages.append(outcome.to_message())   # a retry turn the model can act on
 
-The pipeline, for one call:
-
-1. the tool name is looked up (unknown → the available names and the closest match);
-2. the arguments are decoded (malformed JSON → the position and the likely mistake);
-   arguments sent as a JSON-encoded string of an object are decoded once more;
-   A key written twice, NaN / ±Infinity and lone UTF-16 surrogates are errors in both modes;
-3. in lenient mode, the unambiguous type fixes listed in ``_lenient`` are applied (``"3"`` →
-   ``3`` for a number, ``"true"`` → ``true``, JSON-in-a-string → object, undeclared keys
-   dropped where the schema does not forbid them); strict mode, and every call of a tool
-   marked ``destructive``, applies none and rejects undeclared keys;
-4. the arguments are checked against the tool's JSON schema (Draft 2020-12, every error
-   with its JSON path), in both modes before the tool's pydantic model sees them (so its lax
-   coercions, ``"yes"`` → ``True``, never apply), then typed by that model when there is
-   one. The validated arguments are plain JSON data: what the pydantic model accepted,
-   dumped back to JSON (keys the model sent, no defaults added), and checked once more to be
-   finite, valid-Unicode JSON.
-
-A tool name is matched exactly: ``"get_weather\\n"`` is an unknown tool.
+For one call: the name is looked up (exactly), the arguments decoded, lenient mode's type fixes
+applied (none in strict mode or for a ``destructive`` tool), the arguments checked against the
+tool's JSON schema and then typed by its pydantic model, if any; the result is plain, finite,
+valid-Unicode JSON. Each step's errors and fixes: docs/tools.md ("Validation").
 """
 
 from __future__ import annotations

@@ -1,31 +1,12 @@
 """Training data for the target: requests → rows in the target's own chat and call format.
 
-Where requests come from (:func:`collect_requests`):
-
-- BFCL's **live** categories (user-contributed requests): each gold answer becomes the
-  calls (first acceptable value per argument, arguments that may be absent left out);
-  entries whose gold no call can pass are skipped;
-- the project's generated multi-tool requests (``ooo_agent.train.generated``);
-- optionally (``--modifiers N``), generated look-ups whose optional arguments are named in the
-  request (``ooo_agent.train.generated_modifiers``, source ``modifiers``);
-- optionally (``--agent N``), generated whole agent turns: conversations that hold calls and
-  their results, answered by the next move (``ooo_agent.train.generated_agent``, source
-  ``agent+KIND``, mixed as ``agent``);
-- optionally (``--quantities N``), generated finance and statistics requests whose numbers
-  must be converted — percentages to fractions, "$2,000,000" / "213 million" to integers
-  (``ooo_agent.train.generated_quantities``, source ``quantities``).
-
-**Decontamination**: a request is dropped when any tool it offers has the name of a function
-in an evaluation category (``BFCL_EVAL_CATEGORIES``): we never train on what we score.
-
-Rows (:func:`target_row`) are what the trainer reads: ``{"prompt", "completion"}`` where the
-prompt is the conversation rendered by the call format (``HermesFormat``: tools in the system
-prompt) through the tokenizer's chat template with the generation prompt, and the completion
-is the calls as the format writes them (or the plain answer) plus ``<|im_end|>``.
-
-The sidecar's semantic rows are built from the same :class:`TrainRequest` list
-(``requests.jsonl`` in the output folder) by the sidecar's row builder
-(``ooo_agent.sidecar.rows``); this module stops at that boundary.
+:func:`collect_requests` draws requests from BFCL's live categories (gold answers as calls)
+and the project's generators (``--generated``, ``--modifiers``, ``--agent``, ``--domains``,
+``--quantities``), dropping every request that offers a function of an evaluation category
+(``BFCL_EVAL_CATEGORIES``). :func:`target_row` renders each as a ``{"prompt", "completion"}``
+row: the conversation through the call format and chat template, then the calls (or the plain
+answer) and ``<|im_end|>``. ``requests.jsonl`` in the output folder feeds
+``ooo_agent.train.sidecar_data``. Options and the shipped runs: adapters/README.md.
 
 Command line::
 

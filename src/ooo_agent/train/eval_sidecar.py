@@ -283,7 +283,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="W",
         help="in that relevance, how much a word of a tool's parameter names and descriptions "
         "counts (WaveOptions.relevance_parameter_weight; default 0.5; 0: the parameters left "
-        "out, as before 2026-12-06)",
+        "out)",
     )
     parser.add_argument(
         "--layout",

@@ -1,34 +1,11 @@
-"""Training data for the sidecar: what *this target* writes, turned into OoO-Spec semantic rows.
+"""Training data for the sidecar: the target's own first valid calls, as OoO-Spec rows.
 
-A sidecar's hint pays only when it is what the target will write (``docs/method.md`` §6: the
-target's own output as a hint costs ~1 forward per call, the gold answer in other words ~5).
-So the labels come from the trained target itself:
-
-1. :func:`label_with_target` runs the target (greedy, ``toolspec`` by default: lossless, so the
-   same text as vanilla, faster) over each request, parses its output with the target's call
-   format and validates the **first** call against the request's tools (the hint drafts the
-   first call). Requests where the target wrote no valid first call are dropped. Validation is
-   strict by default: a label must be exactly what the target wrote *and* pass the slot's
-   schema, or the wave's slot check would drop it at inference time. The label's arguments are
-   the ones the target wrote (decoded JSON), not a normalised copy.
-2. :func:`sidecar_rows` turns each labelled request into ``{"prompt", "completion"}`` rows, the
-   trainer's input format (:func:`ooo_agent.train.read_rows`): the function-index row, one row
-   per (function, parameter), and the direct-call auxiliary row, rendered with the tokenizer's
-   chat template exactly as :class:`~ooo_agent.sidecar.hf.HFSidecar` renders them at inference.
-
-**Subsampling.** Most rows of a wave ask about tools the target did not call; their answer is
-always ``null``. They matter only when the function index is wrong (the hint keeps the predicted
-function's slots only), so by default a quarter of them is kept (``other_null_fraction``), and
-every row of the selected tool (its ``null`` slots included: they teach which optional
-parameters this target leaves out). On the target's training requests that cuts the rows by
-about a quarter (300 requests: 2,215 → 1,605 rows of ~190 SmolLM2 tokens each), which keeps a
-CPU training run affordable.
-
-**Held-out requests.** The sidecar is scored on the requests the target itself was not trained
-on (the tail of ``requests.jsonl``, see :func:`read_requests`), so its labels there are what the
-target writes for new requests. Training requests equal to one of them are dropped, and both
-parts are filtered with :func:`ooo_agent.train.data.decontaminate` against every function name
-of the BFCL evaluation categories.
+:func:`label_with_target` decodes each request with the trained target and keeps its first
+call that validates against the request's tools; :func:`sidecar_rows` renders each labelled
+request's rows (function index, one per (function, parameter), direct call) as
+:class:`~ooo_agent.sidecar.hf.HFSidecar` asks them, keeping ``other_null_fraction`` of the
+rows of tools the target did not call. Held-out requests are the tail of ``requests.jsonl``
+(:func:`read_requests`). Why these labels: docs/sidecar.md ("Training data").
 
 Command line (writes ``train.jsonl``/``eval.jsonl`` rows, the labelled requests and stats)::
 
