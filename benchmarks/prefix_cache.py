@@ -88,8 +88,7 @@ def with_preset_settings(target: Any, **kw: Any) -> Any:
         constrain_names=target.constrain_names,
         constrain_json=target.constrain_json,
         constrain_arguments=target.constrain_arguments,
-        constrain_mentioned=target.constrain_mentioned,
-        constrain_values=target.constrain_values,
+        rules=target.rules,
         decline_below=target.decline_below,
         **kw,
     )

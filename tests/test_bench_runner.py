@@ -365,7 +365,7 @@ async def test_the_sidecar_hears_how_the_bench_target_decodes(setup: tuple[Path,
         sidecar = Heard()
         runners = bench_runner.build_runners(
             model, tokenizer, modes=["ooo"], fmt="hermes", sidecar=sidecar, max_new_tokens=8,
-            constrain_mentioned=constrained, constrain_values=constrained,
+            rules=("mentioned", "values") if constrained else (),
         )  # fmt: skip
         await bench_runner._measure(runners["ooo"], item, 0, False)
         (request,) = sidecar.requests

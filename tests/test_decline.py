@@ -14,8 +14,8 @@ torch = pytest.importorskip("torch")
 
 from ooo_agent.bench.datasets import BenchItem  # noqa: E402
 from ooo_agent.caller import FastToolCaller  # noqa: E402
+from ooo_agent.cli.options import add_decline_option, probability  # noqa: E402
 from ooo_agent.decoding.decline import DeclinePolicy, call_start_ids  # noqa: E402
-from ooo_agent.decoding.flags import add_decline_option, probability  # noqa: E402
 from ooo_agent.formats import HermesFormat, JsonFormat  # noqa: E402
 from ooo_agent.sidecar.base import HintBox  # noqa: E402
 from ooo_agent.targets.base import Generation, TargetRequest  # noqa: E402

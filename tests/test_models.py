@@ -276,7 +276,7 @@ def test_target_presets_carry_their_prompt_format() -> None:
     assert target_format("smollm2-135m-toolcall") == "hermes-description-first"
     assert target_format("some/folder") == "hermes"  # not a preset: the usual Hermes
     for preset in PRESETS.values():
-        assert get_format(preset.format).name == preset.format  # every one resolves
+        assert get_format(preset.target.format).name == preset.target.format  # all resolve
 
 
 def test_only_the_embedded_sidecar_steers_its_decoding_by_default() -> None:
@@ -325,19 +325,11 @@ def test_sidecar_wave_defaults_are_the_presets_own_else_the_method_as_published(
     assert sidecar_wave_defaults("some/folder") == published
     assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar") == published
     embedded = PRESETS["smollm2-135m-sidecar"]
+    assert embedded.wave is not None
     assert sidecar_wave_defaults(embedded.name) == {
-        "function_choice": embedded.function_choice,
-        "relevance_weight": embedded.relevance_weight,
-        "layout": embedded.layout,
-        "required_values": embedded.required_values,
-        "mentioned_values": embedded.mentioned_values,
-        "typed_values": embedded.typed_values,
-        "unnamed_nulls": embedded.unnamed_nulls,
-        "whole_words": embedded.whole_words,
-        "request_case": embedded.request_case,
-        "joint_values": embedded.joint_values,
+        field: getattr(embedded.wave, field) for field in published
     }
-    WaveOptions(**sidecar_wave_defaults(embedded.name))  # every field is one of WaveOptions'
+    assert WaveOptions(**sidecar_wave_defaults(embedded.name)) == embedded.wave
 
 
 def test_from_preset_decodes_with_the_demos_constraints_unless_told_otherwise(
@@ -355,13 +347,13 @@ def test_from_preset_decodes_with_the_demos_constraints_unless_told_otherwise(
     monkeypatch.setattr(ooo_agent.models, "load_preset", lambda name, **kw: ("model", "tokenizer"))
     default = Recorded.from_preset("smollm2-135m-toolcall")
     assert isinstance(default, Recorded)
-    on = {"constrain_names": True, "constrain_mentioned": True, "constrain_values": True}
+    on = {"constrain_names": True, "rules": ("mentioned", "values")}
     assert on.items() <= default.options.items()
     assert default.options["format"] == "hermes-description-first"
     assert default.options["decline_below"] == 0.9
     off = Recorded.from_preset("smollm2-135m-toolcall", constrain_values=False)
     assert isinstance(off, Recorded)
-    assert off.options["constrain_values"] is False and off.options["constrain_names"] is True
+    assert off.options["rules"] == ("mentioned",) and off.options["constrain_names"] is True
     # The demo builds its targets with the same defaults.
     import io
 

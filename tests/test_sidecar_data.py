@@ -440,9 +440,10 @@ def test_cli_labels_writes_and_resumes(tmp_path: Path, monkeypatch: pytest.Monke
     assert stats["train_requests"] == 2 and stats["eval_requests_labelled"] == 2
     assert stats["dropped"] == {"no call": 1, "invalid call": 1}
     assert stats["target_format"] == "hermes-description-first"
-    assert stats["target_decoding"] == dict.fromkeys(
-        ("constrain_names", "constrain_json", "constrain_arguments", "constrain_mentioned",
-         "constrain_values"), False)  # fmt: skip
+    assert stats["target_decoding"] == {
+        "constrain_names": False, "constrain_json": False, "constrain_arguments": False,
+        "rules": [],
+    }  # fmt: skip
     assert len(targets[0].requests) == 6
     # Run again: every label comes from labels.jsonl, the target is not asked.
     assert sidecar_data.main(argv) == 0
@@ -582,6 +583,6 @@ def test_cli_labels_with_the_constrained_target_it_is_asked_for(
         args = sidecar_data.build_parser().parse_args(parser_args)
         target, tokenizer = sidecar_data._load_target(args)
         assert isinstance(target, Recording) and tokenizer == "tokenizer"
-    assert [b["constrain_values"] for b in built] == [False, True]
-    assert built[1]["constrain_names"] and built[1]["constrain_mentioned"]
+    assert [b["rules"] for b in built] == [(), ("mentioned", "values")]
+    assert built[1]["constrain_names"]
     assert not built[1]["constrain_json"] and not built[1]["constrain_arguments"]

@@ -24,7 +24,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ooo_agent.bench.runner import BENCH_MODES
 from ooo_agent.cli.common import CliError
-from ooo_agent.decoding.flags import (
+from ooo_agent.cli.options import (
     add_constraint_options,
     add_decline_option,
     constrained,
@@ -328,7 +328,7 @@ def _load_items(args: argparse.Namespace) -> tuple[list[Any], list[Any], list[st
             )
     if constrained(args) and "hf-pld" in (args.modes or []):
         raise CliError(
-            "--constrain-*: mode hf-pld (transformers' generate) cannot constrain decoding"
+            "--rules, --constrain-*: hf-pld (transformers' generate) cannot constrain decoding"
         )
     if args.decline_below is not None and "hf-pld" in (args.modes or []):
         raise CliError("--decline-below: mode hf-pld (transformers' generate) cannot decline")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -111,8 +111,7 @@ def build_runners(
     constrain_names: bool = False,
     constrain_json: bool = False,
     constrain_arguments: bool = False,
-    constrain_mentioned: bool = False,
-    constrain_values: bool = False,
+    rules: Iterable[str] = (),
     node_budget: int | None = None,
     max_draft_tokens: int | None = None,
     decline_below: float | None = None,
@@ -120,10 +119,10 @@ def build_runners(
     """A :class:`ModeRunner` per mode, all over ``model`` (one target instance each).
 
     ``wrap(mode, target)`` may replace a mode's target (tests inject faults with it).
-    ``constrain_names`` / ``constrain_json`` / ``constrain_arguments`` / ``constrain_mentioned``
-    / ``constrain_values``: every ``HFTarget`` mode decodes with the function-name /
-    well-formed-call / arguments-follow-the-schema / named-optional-parameters-too /
-    value-conventions-too constraint (``hf-pld``, transformers' own loop, cannot).
+    ``constrain_names`` / ``constrain_json`` / ``constrain_arguments`` / ``rules``: every
+    ``HFTarget`` mode decodes with the function-name / well-formed-call /
+    arguments-follow-the-schema constraint and these request rules (:mod:`ooo_agent.rules`;
+    ``hf-pld``, transformers' own loop, cannot).
     ``node_budget`` / ``max_draft_tokens``: every ``HFTarget`` mode's tree size and draft length
     (``None``: ``HFTarget``'s defaults). ``decline_below``: every ``HFTarget`` mode's decline
     policy (``hf-pld`` has none).
@@ -136,13 +135,8 @@ def build_runners(
         raise ValueError(f"unknown mode(s) {unknown}; known: {', '.join(BENCH_MODES)}")
     if "ooo" in modes and sidecar is None:
         raise ValueError("mode 'ooo' needs a sidecar")
-    constrained = (
-        constrain_names
-        or constrain_json
-        or constrain_arguments
-        or constrain_mentioned
-        or constrain_values
-    )
+    rules = tuple(rules)
+    constrained = constrain_names or constrain_json or constrain_arguments or bool(rules)
     if (constrained or decline_below is not None) and "hf-pld" in modes:
         raise ValueError(
             "mode 'hf-pld' (transformers' generate) cannot constrain decoding or decline"
@@ -163,8 +157,7 @@ def build_runners(
                 constrain_names=constrain_names,
                 constrain_json=constrain_json,
                 constrain_arguments=constrain_arguments,
-                constrain_mentioned=constrain_mentioned,
-                constrain_values=constrain_values,
+                rules=rules,
                 decline_below=decline_below,
                 node_budget=DEFAULT_NODE_BUDGET if node_budget is None else node_budget,
                 max_draft_tokens=(

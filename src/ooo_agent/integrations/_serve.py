@@ -199,7 +199,7 @@ PRESET_THRESHOLD = "preset"
 
 def _decline_threshold(text: str) -> float | str | None:
     """``--decline-below``: a probability, ``off`` (None), or the preset's own."""
-    from ooo_agent.decoding.flags import probability
+    from ooo_agent.cli.options import probability
 
     if text == PRESET_THRESHOLD:
         return PRESET_THRESHOLD

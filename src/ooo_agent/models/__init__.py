@@ -1,4 +1,5 @@
-"""The embedded default models and the named presets (base model + LoRA adapter).
+"""The embedded default models and the named presets (base model + LoRA adapter, the request
+rules a target decodes under, the ``WaveOptions`` a sidecar runs with).
 
 Importing this package is cheap (no torch); loading a model needs the ``hf`` extra.
 
@@ -14,8 +15,10 @@ from ooo_agent.models._cache import CACHE_ENV, cache_root, models_dir
 from ooo_agent.models.presets import (
     ADAPTERS_ENV,
     PRESETS,
+    ConstraintOptions,
     Preset,
     SidecarDefaults,
+    TargetDefaults,
     adapter_dir,
     adapters_root,
     attach_adapter,
@@ -24,10 +27,12 @@ from ooo_agent.models.presets import (
     load_preset,
     load_tokenizer,
     sidecar_dtype,
+    sidecar_options,
     sidecar_wave_defaults,
     target_call_again_below,
     target_constraints,
     target_decline_below,
+    target_defaults,
     target_format,
 )
 from ooo_agent.models.smollm2 import (
@@ -45,8 +50,10 @@ __all__ = [
     "GGUF_FILENAME",
     "PRESETS",
     "SMOLLM2_NAME",
+    "ConstraintOptions",
     "Preset",
     "SidecarDefaults",
+    "TargetDefaults",
     "adapter_dir",
     "adapters_root",
     "attach_adapter",
@@ -60,10 +67,12 @@ __all__ = [
     "locate_gguf",
     "models_dir",
     "sidecar_dtype",
+    "sidecar_options",
     "sidecar_wave_defaults",
     "smollm2_dir",
     "target_call_again_below",
     "target_constraints",
     "target_decline_below",
+    "target_defaults",
     "target_format",
 ]

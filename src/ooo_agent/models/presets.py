@@ -1,4 +1,6 @@
-"""Named model presets: a base model plus (optionally) a LoRA adapter, ready to decode.
+"""Named model presets: a base model plus (optionally) a LoRA adapter, ready to decode, with
+the request rules a target decodes under (:mod:`ooo_agent.rules`) and the ``WaveOptions`` a
+sidecar runs with (:class:`Preset`).
 
 ==========================  =======  ==================================================
 name                        role     what it loads
@@ -26,12 +28,12 @@ import os
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast
 
-from ooo_agent.decoding.flags import ConstraintOptions
 from ooo_agent.errors import ModelNotAvailableError
 from ooo_agent.models.smollm2 import SMOLLM2_NAME, _as_dtype, ensure_smollm2, load_smollm2
 from ooo_agent.observability import quiet_loading
+from ooo_agent.sidecar._wave import WaveOptions
 
 if TYPE_CHECKING:
     import torch
@@ -42,8 +44,10 @@ if TYPE_CHECKING:
 __all__ = [
     "ADAPTERS_ENV",
     "PRESETS",
+    "ConstraintOptions",
     "Preset",
     "SidecarDefaults",
+    "TargetDefaults",
     "adapter_base",
     "adapter_dir",
     "adapters_root",
@@ -56,8 +60,12 @@ __all__ = [
     "load_preset",
     "load_tokenizer",
     "sidecar_dtype",
+    "sidecar_options",
     "sidecar_wave_defaults",
+    "target_call_again_below",
     "target_constraints",
+    "target_decline_below",
+    "target_defaults",
     "target_format",
 ]
 
@@ -65,9 +73,37 @@ ADAPTERS_ENV = "OOO_AGENT_ADAPTERS"
 _ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
 
 
+class ConstraintOptions(TypedDict):
+    """``HFTarget``'s constraint keywords, as a preset or the ``--constrain-*`` and ``--rules``
+    flags set them: ``HFTarget(model, tokenizer, **options)``."""
+
+    constrain_names: bool
+    constrain_json: bool
+    constrain_arguments: bool
+    rules: tuple[str, ...]
+    """Request rules by name (:data:`ooo_agent.rules.RULES`)."""
+
+
+@dataclass(frozen=True)
+class TargetDefaults:
+    """What ``HFTarget.from_preset`` decodes a preset with, besides its rules; each is the
+    ``HFTarget`` keyword of the same name, and a keyword given replaces it."""
+
+    format: str = "hermes"
+    """The call format it prompts with."""
+    decline_below: float | None = None
+    """The decline threshold (``None``: never declines); see :mod:`ooo_agent.decoding.decline`."""
+    call_again_below: float | None = None
+    """The threshold for another call after a tool's result (``None``: the model's greedy
+    choice)."""
+    constrain_names: bool = False
+    """Whether call names are held to the offered tools."""
+
+
 @dataclass(frozen=True)
 class Preset:
-    """A base model and the adapter that makes it a target or a sidecar."""
+    """A model (a base and the adapter that makes it a target or a sidecar), the request rules
+    it decodes under as a target, and the wave it runs as a sidecar."""
 
     name: str
     role: Literal["base", "target", "sidecar"]
@@ -80,53 +116,14 @@ class Preset:
     train_command: str | None = None
     """The command that produces a shipped adapter (named when it is missing)."""
     description: str = ""
-    function_choice: FunctionChoice = "index"
-    """Sidecars: how ``HFSidecar.from_preset`` picks the tool by default
-    (``WaveOptions.function_choice``)."""
-    relevance_weight: float = 0.0
-    """Sidecars: how much the request's own words count in a scored tool choice by default
-    (``WaveOptions.relevance_weight``)."""
-    layout: PromptLayout = "dialogue-first"
-    """Sidecars: where the rows' prompts put the conversation, the layout the adapter was
-    trained on (``WaveOptions.layout``)."""
-    required_values: bool = False
-    """Sidecars: whether a required parameter's row may not answer null by default
-    (``WaveOptions.required_values``)."""
-    mentioned_values: bool = False
-    """Sidecars: whether a named optional parameter's row may not answer null by default
-    (``WaveOptions.mentioned_values``)."""
-    typed_values: bool = False
-    """Sidecars: whether each argument row is held to its parameter's schema by default
-    (``WaveOptions.typed_values``)."""
-    unnamed_nulls: bool = False
-    """Sidecars: whether an optional parameter the request does not name is answered null
-    without asking by default (``WaveOptions.unnamed_nulls``)."""
-    whole_words: bool = False
-    """Sidecars: whether a typed row copies the request's words whole by default
-    (``WaveOptions.whole_words``)."""
-    request_case: bool = False
-    """Sidecars: whether a string the sidecar capitalises takes the request's lower case by
-    default (``WaveOptions.request_case``)."""
-    joint_values: bool = False
-    """Sidecars: whether the numbers of the chosen tool, and each string that repeats an
-    earlier one, are written again in its call by default (``WaveOptions.joint_values``)."""
-    format: str = "hermes"
-    """Targets: the call format ``HFTarget.from_preset`` prompts with by default."""
-    decline_below: float | None = None
-    """Targets: ``HFTarget.from_preset``'s decline threshold by default (``None``: never
-    declines); see :mod:`ooo_agent.decoding.decline`."""
-    call_again_below: float | None = None
-    """Targets: ``HFTarget.from_preset``'s threshold for another call after a tool's result
-    (``None``: the model's greedy choice)."""
-    constrain_names: bool = False
-    """Targets: whether ``HFTarget.from_preset`` holds call names to the offered tools by
-    default (``HFTarget(constrain_names=...)``)."""
-    constrain_mentioned: bool = False
-    """Targets: whether it holds arguments to the tool's schema, the optional parameters the
-    request names counted as required, by default (``HFTarget(constrain_mentioned=...)``)."""
-    constrain_values: bool = False
-    """Targets: whether it holds values to the tool's and the request's conventions by
-    default (``HFTarget(constrain_values=...)``)."""
+    rules: tuple[str, ...] = ()
+    """Targets: the request rules ``HFTarget.from_preset`` decodes under, by name
+    (:data:`ooo_agent.rules.RULES`; ``HFTarget(rules=...)``)."""
+    target: TargetDefaults = TargetDefaults()
+    """Targets: ``HFTarget.from_preset``'s other defaults."""
+    wave: WaveOptions | None = None
+    """Sidecars: the ``WaveOptions`` ``HFSidecar.from_preset`` runs its waves with (``None``:
+    ``WaveOptions()``, the method as published)."""
 
     @property
     def from_hub(self) -> bool:
@@ -152,21 +149,23 @@ PRESETS: dict[str, Preset] = {
                 "ooo-agent train target --data <rows.jsonl> --out adapters/smollm2-135m-toolcall"
             ),
             description="embedded target: SmolLM2-135M-Instruct tuned to write tool calls",
-            # It picks the offered tool far more often with each description before its
-            # name; calls are written the same way.
-            format="hermes-description-first",
-            # It answers in words when its first token gives a call less than 90 %: the
-            # threshold below which requests a tool serves start being declined, read on the
-            # training categories by benchmarks/call_probability.py (docs/tools.md).
-            decline_below=0.9,
-            # After a tool's result it calls again only when a call is the likelier move.
-            call_again_below=0.5,
-            # Decoded as the demo and every README figure decode it: names, arguments (named
+            # Decoded as the demo and every README figure decode it: arguments (named
             # optionals included) and value conventions held while decoding; unconstrained,
             # a pydantic-model argument came back as a string and valid requests were lost.
-            constrain_names=True,
-            constrain_mentioned=True,
-            constrain_values=True,
+            rules=("mentioned", "values"),
+            target=TargetDefaults(
+                # It picks the offered tool far more often with each description before its
+                # name; calls are written the same way.
+                format="hermes-description-first",
+                # It answers in words when its first token gives a call less than 90 %: the
+                # threshold below which requests a tool serves start being declined, read on
+                # the training categories by benchmarks/call_probability.py (docs/tools.md).
+                decline_below=0.9,
+                # After a tool's result it calls again only when a call is the likelier move.
+                call_again_below=0.5,
+                # Call names held to the offered tools, as the demo decodes.
+                constrain_names=True,
+            ),
         ),
         Preset(
             name="smollm2-135m-sidecar",
@@ -178,34 +177,37 @@ PRESETS: dict[str, Preset] = {
             ),
             description="embedded sidecar: SmolLM2-135M-Instruct answering OoO-Spec semantic rows",
             # Each option below is explained, with what it bought, in docs/sidecar.md.
-            # It names tools far better than it picks their index.
-            function_choice="scored",
-            # The request's own words as a prior on that choice: the target's tool on 94.2 %
-            # of BFCL `multiple` requests instead of 74.7 %, at no model cost.
-            relevance_weight=2.0,
-            # A required parameter's row gives a value, never null.
-            required_values=True,
-            # So does an optional one the request names, which a target decoding with
-            # constrain_mentioned (the demo's) writes.
-            mentioned_values=True,
-            # Each argument row writes a value its parameter's schema accepts.
-            typed_values=True,
-            # An optional one the request does not name is left out, as the target mostly
-            # does: argument rows match its calls more often, and the wave asks fewer.
-            unnamed_nulls=True,
-            # A word or a list it copies from the request is copied whole: "Christianity",
-            # not "Christian"; 5000 for "$5000", not 500.
-            whole_words=True,
-            # A common noun it copies is written in the request's lower case, as the target
-            # copies it: "marble", not "Marble".
-            request_case=True,
-            # Its numbers, and a string that repeats another, written again one after another
-            # in the call, each reading the values before it: 4 for the second side of "sides
-            # 3, 4, and 5", not 5; "Australia" after the city "Sydney".
-            joint_values=True,
-            # Its rows put the dialogue first, as it was trained; "tools-first" lets the
-            # wave's prefix cache serve the listing and earlier turns, once it is trained so.
-            layout="dialogue-first",
+            wave=WaveOptions(
+                # It names tools far better than it picks their index.
+                function_choice="scored",
+                # The request's own words as a prior on that choice: the target's tool on
+                # 94.2 % of BFCL `multiple` requests instead of 74.7 %, at no model cost.
+                relevance_weight=2.0,
+                # A required parameter's row gives a value, never null.
+                required_values=True,
+                # So does an optional one the request names, which a target decoding with the
+                # `mentioned` rule (the demo's) writes.
+                mentioned_values=True,
+                # Each argument row writes a value its parameter's schema accepts.
+                typed_values=True,
+                # An optional one the request does not name is left out, as the target mostly
+                # does: argument rows match its calls more often, and the wave asks fewer.
+                unnamed_nulls=True,
+                # A word or a list it copies from the request is copied whole:
+                # "Christianity", not "Christian"; 5000 for "$5000", not 500.
+                whole_words=True,
+                # A common noun it copies is written in the request's lower case, as the
+                # target copies it: "marble", not "Marble".
+                request_case=True,
+                # Its numbers, and a string that repeats another, written again one after
+                # another in the call, each reading the values before it: 4 for the second
+                # side of "sides 3, 4, and 5", not 5; "Australia" after the city "Sydney".
+                joint_values=True,
+                # Its rows put the dialogue first, as it was trained; "tools-first" lets the
+                # wave's prefix cache serve the listing and earlier turns, once it is trained
+                # so.
+                layout="dialogue-first",
+            ),
         ),
         Preset(
             name="qwen3-0.6b-ooo-sidecar",
@@ -247,78 +249,67 @@ class SidecarDefaults(TypedDict):
     joint_values: bool
 
 
-_PUBLISHED = Preset(name="", role="sidecar", base="")
-"""The defaults of a sidecar that is no preset: the method as published."""
+def sidecar_options(spec: str) -> WaveOptions:
+    """The ``WaveOptions`` a sidecar named ``spec`` runs with by default: a preset's own
+    ``wave``; for anything else ``WaveOptions()``, the method as published."""
+    preset = PRESETS.get(spec)
+    return preset.wave if preset is not None and preset.wave is not None else WaveOptions()
 
 
 def sidecar_wave_defaults(spec: str) -> SidecarDefaults:
-    """The ``WaveOptions`` fields a sidecar named ``spec`` gets by default: a preset's own
-    ``function_choice``, ``relevance_weight``, ``layout``, ``required_values``,
-    ``mentioned_values``, ``typed_values``, ``unnamed_nulls``, ``whole_words``,
-    ``request_case`` and ``joint_values``; for anything else the method as published (``index``, no relevance,
-    no steer)."""
-    preset = PRESETS.get(spec, _PUBLISHED)
-    return SidecarDefaults(
-        function_choice=preset.function_choice,
-        relevance_weight=preset.relevance_weight,
-        layout=preset.layout,
-        required_values=preset.required_values,
-        mentioned_values=preset.mentioned_values,
-        typed_values=preset.typed_values,
-        unnamed_nulls=preset.unnamed_nulls,
-        whole_words=preset.whole_words,
-        request_case=preset.request_case,
-        joint_values=preset.joint_values,
+    """The :class:`SidecarDefaults` fields of :func:`sidecar_options`."""
+    options = sidecar_options(spec)
+    return cast(
+        SidecarDefaults,
+        {field: getattr(options, field) for field in SidecarDefaults.__annotations__},
     )
 
 
 def function_choice(spec: str) -> FunctionChoice:
-    """How a sidecar named ``spec`` picks its tool by default (:func:`sidecar_wave_defaults`)."""
-    return sidecar_wave_defaults(spec)["function_choice"]
+    """How a sidecar named ``spec`` picks its tool by default (:func:`sidecar_options`)."""
+    return sidecar_options(spec).function_choice
 
 
 def sidecar_required_values(spec: str) -> bool:
     """Whether a sidecar named ``spec`` answers a required parameter's row with a value by
-    default (:func:`sidecar_wave_defaults`)."""
-    return sidecar_wave_defaults(spec)["required_values"]
+    default (:func:`sidecar_options`)."""
+    return sidecar_options(spec).required_values
+
+
+def target_defaults(spec: str) -> TargetDefaults:
+    """A target preset's :class:`TargetDefaults`; for a folder or a hub id ``TargetDefaults()``
+    (Hermes calls, no threshold, names not held)."""
+    preset = PRESETS.get(spec)
+    return preset.target if preset is not None else TargetDefaults()
 
 
 def target_decline_below(spec: str) -> float | None:
     """A target preset's decline threshold (``None`` for a folder or a preset without one)."""
-    preset = PRESETS.get(spec)
-    return preset.decline_below if preset is not None else None
+    return target_defaults(spec).decline_below
 
 
 def target_call_again_below(spec: str) -> float | None:
     """A target preset's threshold for another call after a tool's result (``None``: off)."""
-    preset = PRESETS.get(spec)
-    return preset.call_again_below if preset is not None else None
+    return target_defaults(spec).call_again_below
 
 
 def target_constraints(spec: str) -> ConstraintOptions:
     """The ``HFTarget`` constraint keywords a target named ``spec`` decodes with by default:
-    a preset's own ``constrain_names`` / ``constrain_mentioned`` / ``constrain_values`` (all
-    off for a folder or a hub id; ``constrain_json`` and ``constrain_arguments`` off, which the
-    last two imply anyway). Each can be passed as ``False`` to turn it off."""
-    preset = PRESETS.get(spec, _NO_PRESET)
+    a preset's own ``constrain_names`` and ``rules`` (none for a folder or a hub id;
+    ``constrain_json`` and ``constrain_arguments`` off, which any rule implies anyway)."""
+    preset = PRESETS.get(spec)
     return ConstraintOptions(
-        constrain_names=preset.constrain_names,
+        constrain_names=target_defaults(spec).constrain_names,
         constrain_json=False,
         constrain_arguments=False,
-        constrain_mentioned=preset.constrain_mentioned,
-        constrain_values=preset.constrain_values,
+        rules=preset.rules if preset is not None else (),
     )
-
-
-_NO_PRESET = Preset(name="", role="target", base="")
-"""The defaults of a target that is no preset: unconstrained decoding."""
 
 
 def target_format(spec: str) -> str:
     """The call format a target named ``spec`` prompts with by default: a preset's own
     ``format``, ``hermes`` for anything else (a folder, a hub id)."""
-    preset = PRESETS.get(spec)
-    return preset.format if preset is not None else "hermes"
+    return target_defaults(spec).format
 
 
 def adapters_root() -> Path:

@@ -23,10 +23,21 @@ from ooo_agent.rules.base import Rule, RuledTools
 from ooo_agent.rules.conventions import ValueConventions
 from ooo_agent.rules.mentions import MentionedRequired
 
-__all__ = ["RULES", "MentionedRequired", "Rule", "RuledTools", "ValueConventions", "rules_named"]
+__all__ = [
+    "RULES",
+    "SHORTHANDS",
+    "MentionedRequired",
+    "Rule",
+    "RuledTools",
+    "ValueConventions",
+    "rules_named",
+]
 
 RULES: dict[str, type[Rule]] = {rule.name: rule for rule in (MentionedRequired, ValueConventions)}
 """Every rule, by name, in the order a list of them is applied."""
+
+SHORTHANDS: dict[str, str] = {"constrain_mentioned": "mentioned", "constrain_values": "values"}
+"""``HFTarget`` keywords (and ``--constrain-*`` flags) that each stand for one rule."""
 
 
 def rules_named(rules: Iterable[Rule | str]) -> tuple[Rule, ...]:

@@ -28,7 +28,7 @@ import anyio.to_thread
 
 from ooo_agent.errors import TargetError
 from ooo_agent.observability import quiet_loading
-from ooo_agent.rules import Rule, RuledTools, rules_named
+from ooo_agent.rules import SHORTHANDS, Rule, RuledTools, rules_named
 from ooo_agent.targets.base import (
     MODES,
     Generation,
@@ -193,32 +193,26 @@ class HFTarget:
     def from_preset(
         cls, name: str = "smollm2-135m-toolcall", *, dtype: Any = None, **kwargs: Any
     ) -> HFTarget:
-        """A named preset from :mod:`ooo_agent.models` (adapter merged into the weights).
+        """A named preset from :mod:`ooo_agent.models` (adapter merged into the weights),
+        decoded with the preset's ``rules`` and ``target`` defaults.
 
         ``HFTarget.from_preset()`` is the embedded default: SmolLM2-135M-Instruct with the
         project's tool-calling adapter, Hermes calls with each tool's description listed
-        before its name (the preset's ``format``; pass ``format=`` to choose another), no call
-        where its first token gives one less than 98 % (the preset's ``decline_below``; pass
-        ``decline_below=None`` to always let it call), and calls decoded under the constraints
-        the demo and the README's figures use (the preset's ``constrain_names``,
-        ``constrain_mentioned`` and ``constrain_values``; pass any as ``False`` to turn it off,
-        all three for unconstrained decoding). Raises
+        before its name, no call where its first token gives one less than 90 %, call names
+        held to the offered tools and the ``mentioned`` and ``values`` rules. A keyword given
+        replaces the preset's (``format=``, ``decline_below=None``, ``constrain_names=False``);
+        ``rules=`` adds to its rules, and ``constrain_mentioned=False`` /
+        ``constrain_values=False`` take one out. Raises
         :class:`~ooo_agent.errors.ModelNotAvailableError` when the preset cannot be obtained.
         """
-        from ooo_agent.models import (
-            load_preset,
-            target_call_again_below,
-            target_constraints,
-            target_decline_below,
-            target_format,
-        )
+        from ooo_agent.models import get_preset, load_preset
 
         model, tokenizer = load_preset(name, merge=True, dtype=dtype)
-        kwargs.setdefault("format", target_format(name))
-        kwargs.setdefault("decline_below", target_decline_below(name))
-        kwargs.setdefault("call_again_below", target_call_again_below(name))
-        for keyword, on in target_constraints(name).items():
-            kwargs.setdefault(keyword, on)
+        preset = get_preset(name)
+        for keyword, value in vars(preset.target).items():
+            kwargs.setdefault(keyword, value)
+        off = {rule for keyword, rule in SHORTHANDS.items() if not kwargs.get(keyword, True)}
+        kwargs["rules"] = (*(r for r in preset.rules if r not in off), *kwargs.get("rules", ()))
         return cls(model, tokenizer, **kwargs)
 
     @property

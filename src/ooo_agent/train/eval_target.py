@@ -36,7 +36,7 @@ from typing import Any
 
 from ooo_agent.bench.ast_check import check, names_match
 from ooo_agent.bench.datasets import BenchItem, load_bfcl, load_jsonl
-from ooo_agent.decoding.flags import (
+from ooo_agent.cli.options import (
     add_constraint_options,
     add_decline_option,
     constrained,
@@ -392,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ["python", "-m", "ooo_agent.train.eval_target", *(sys.argv[1:] if argv is None else argv)]
     )
     if constrained(args) and args.engine == "generate":
-        parser.error("--constrain-* need --engine vanilla or toolspec")
+        parser.error("--rules and --constrain-* need --engine vanilla or toolspec")
     if args.decline_below is not None and args.engine == "generate":
         parser.error("--decline-below needs --engine vanilla or toolspec")
     if args.compare:

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ooo_agent.decoding.flags import add_constraint_options, constraint_options
+from ooo_agent.cli.options import add_constraint_options, constraint_options
 from ooo_agent.errors import OooAgentError
 from ooo_agent.sidecar.prompts import PromptTemplate, template_from_tokenizer
 from ooo_agent.sidecar.rows import PROMPT_LAYOUTS, PromptLayout, label_rows

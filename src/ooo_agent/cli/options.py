@@ -1,24 +1,27 @@
-"""The ``--constrain-*`` options of every command that decodes with an
-:class:`~ooo_agent.targets.hf.HFTarget` (``bench``, ``eval_target``, ``sidecar_data``), and
-``--decline-below`` (``bench``, ``eval_target``): one definition, so the commands name and
-explain the same decoding the same way."""
+"""The options of every command that decodes with an :class:`~ooo_agent.targets.hf.HFTarget`
+(``bench``, ``eval_target``, ``sidecar_data``): ``--rules`` and the ``--constrain-*`` flags,
+and ``--decline-below`` (``bench``, ``eval_target``). One definition, so the commands name
+and explain the same decoding the same way."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any, TypedDict
+from typing import Any
 
+from ooo_agent.models.presets import ConstraintOptions
+from ooo_agent.rules import RULES, SHORTHANDS, rules_named
 
-class ConstraintOptions(TypedDict):
-    """``HFTarget``'s constraint keywords, as the ``--constrain-*`` flags set them."""
-
-    constrain_names: bool
-    constrain_json: bool
-    constrain_arguments: bool
-    constrain_mentioned: bool
-    constrain_values: bool
-
+__all__ = [
+    "CONSTRAINT_OPTIONS",
+    "ConstraintOptions",
+    "add_constraint_options",
+    "add_decline_option",
+    "constrained",
+    "constraint_options",
+    "probability",
+    "rule_names",
+]
 
 #: (keyword of ``HFTarget``, help text) for each ``--constrain-*`` option, in order.
 CONSTRAINT_OPTIONS: tuple[tuple[str, str], ...] = (
@@ -45,15 +48,33 @@ CONSTRAINT_OPTIONS: tuple[tuple[str, str], ...] = (
 )
 
 
-def add_constraint_options(add: Callable[..., Any], *, scope: str = "") -> None:
-    """Add the ``--constrain-*`` flags with ``add`` (a parser's ``add_argument``); ``scope``
-    opens each help text (e.g. ``"every mode: "``)."""
-    for keyword, text in CONSTRAINT_OPTIONS:
-        add(
-            "--" + keyword.replace("_", "-"),
-            action="store_true",
-            help=f"{scope}{text} (HFTarget({keyword}=True))",
+def rule_names(text: str) -> tuple[str, ...]:
+    """An argparse type: a comma list of rule names (:data:`ooo_agent.rules.RULES`)."""
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in names if name not in RULES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"rules must be a comma list of {', '.join(RULES)}; got {text!r}"
         )
+    return names
+
+
+def add_constraint_options(add: Callable[..., Any], *, scope: str = "") -> None:
+    """Add ``--rules`` and the ``--constrain-*`` flags with ``add`` (a parser's
+    ``add_argument``); ``scope`` opens each help text (e.g. ``"every mode: "``)."""
+    add(
+        "--rules",
+        type=rule_names,
+        default=(),
+        metavar="NAME[,NAME]",
+        help=f"{scope}decode under these request rules ({', '.join(RULES)}; "
+        "HFTarget(rules=...); docs/rules.md); each implies --constrain-arguments",
+    )
+    for keyword, text in CONSTRAINT_OPTIONS:
+        what = f"HFTarget({keyword}=True)"
+        if keyword in SHORTHANDS:
+            what = f"a shorthand for --rules {SHORTHANDS[keyword]}"
+        add("--" + keyword.replace("_", "-"), action="store_true", help=f"{scope}{text} ({what})")
 
 
 def probability(text: str) -> float:
@@ -81,16 +102,18 @@ def add_decline_option(add: Callable[..., Any], *, scope: str = "") -> None:
 
 
 def constraint_options(args: argparse.Namespace) -> ConstraintOptions:
-    """The parsed ``--constrain-*`` flags as ``HFTarget`` keyword arguments."""
+    """The parsed ``--rules`` and ``--constrain-*`` flags as ``HFTarget`` keyword arguments:
+    ``--constrain-mentioned`` and ``--constrain-values`` join ``--rules`` as their rules."""
+    shorthands = [rule for keyword, rule in SHORTHANDS.items() if getattr(args, keyword)]
+    rules = rules_named([*args.rules, *shorthands])
     return ConstraintOptions(
         constrain_names=bool(args.constrain_names),
         constrain_json=bool(args.constrain_json),
         constrain_arguments=bool(args.constrain_arguments),
-        constrain_mentioned=bool(args.constrain_mentioned),
-        constrain_values=bool(args.constrain_values),
+        rules=tuple(rule.name for rule in rules),
     )
 
 
 def constrained(args: argparse.Namespace) -> bool:
-    """Whether any ``--constrain-*`` flag is set."""
+    """Whether any ``--rules`` or ``--constrain-*`` flag is set."""
     return any(constraint_options(args).values())
