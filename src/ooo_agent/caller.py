@@ -18,9 +18,18 @@ import asyncio
 import contextlib
 import functools
 import json
+import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from typing import Any, Literal, TypeVar
 
 import anyio
@@ -57,6 +66,8 @@ DispatchMode = bool | Literal["speculated"]
 """``True``: run every verified call; ``False``: run none; ``"speculated"``: return only the
 results of verified calls that a speculative pre-execution answered, run nothing else."""
 
+_log = logging.getLogger(__name__)
+
 
 class FastToolCaller:
     """Fast, validated tool calling over any :class:`~ooo_agent.targets.base.Target`.
@@ -87,7 +98,9 @@ class FastToolCaller:
         prefill_next_turn: while dispatched tools run, a target that can
             (``HFTarget.prefill_next_turn``) prefills the next turn's known start (the
             conversation and this turn's calls, up to the first result), so the next call on
-            this conversation prefills only the results and what follows.
+            this conversation prefills only the results and what follows; after a wave, a
+            sidecar that can (``HFSidecar.prefill_next_turn``) does the same for the next
+            wave, without the call waiting for it.
         deps: handed to tools that take a :class:`~ooo_agent.tools.ToolContext` (``ctx.deps``),
             e.g. a database handle; ``ctx.messages`` is the conversation of the call.
     """
@@ -237,9 +250,14 @@ class FastToolCaller:
                 stats.dispatch_s = time.perf_counter() - started
             elif run_all and result.calls:
                 warm = getattr(self.target, "prefill_next_turn", None)
+                next_turn = [*history, result.assistant_message()]
                 if self.prefill_next_turn and callable(warm):  # beside the tools, not after
-                    next_turn = [*history, result.assistant_message()]
                     speculative_tasks.start_soon(_prefill_quietly, warm, next_turn, tool_dicts)
+                warm_wave = getattr(self.sidecar, "prefill_next_turn", None)
+                if self.prefill_next_turn and box is not None and callable(warm_wave):
+                    _unawaited(
+                        speculative_tasks, _prefill_quietly, warm_wave, next_turn, tool_dicts
+                    )
                 started = time.perf_counter()
                 result.results = await dispatch_calls(
                     result.calls,
@@ -383,9 +401,27 @@ async def _prefill_quietly(
     messages: Sequence[Mapping[str, Any]],
     tools: Sequence[Mapping[str, Any]],
 ) -> None:
-    """Run a target's next-turn prefill; a failure only costs the next call its warm start."""
-    with contextlib.suppress(Exception):
+    """Run a target's or a sidecar's next-turn prefill; a failure (logged at DEBUG) only costs
+    the next call its warm start."""
+    try:
         await prefill(messages, tools)
+    except Exception:
+        _log.debug("next-turn prefill failed", exc_info=True)
+
+
+def _unawaited(
+    group: TaskGroup, function: Callable[..., Coroutine[Any, Any, Any]], *args: Any
+) -> None:
+    """Start ``function(*args)`` in an asyncio task of its own that the call does not wait for
+    (held in ``_BACKGROUND`` until it ends); under another event loop than asyncio, in ``group``."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        group.start_soon(function, *args)
+        return
+    task = loop.create_task(function(*args))
+    _BACKGROUND.add(task)
+    task.add_done_callback(_BACKGROUND.discard)
 
 
 def _held_to_choice(
@@ -431,7 +467,8 @@ ABANDON_GRACE_S = 0.05
 """How long a cancelled wave may take to end before it is abandoned."""
 
 _BACKGROUND: set[asyncio.Task[Any]] = set()
-"""Abandoned waves still running (held here so that they are not collected mid-run)."""
+"""Abandoned waves and next-wave prefills still running (held here so that they are not
+collected mid-run)."""
 
 
 async def _wave_or_abandon(

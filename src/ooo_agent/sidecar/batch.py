@@ -271,6 +271,30 @@ class SharedPrefixGenerator:
             run.usage = usage
             return run.score(counts)
 
+    def prefill(
+        self,
+        ids: Sequence[int],
+        *,
+        cancel: threading.Event | None = None,
+        usage: WaveUsage | None = None,
+    ) -> int:
+        """Compute and keep the KV of ``ids`` (the known start of a later prompt) in the
+        prefix cache, from the longest prefix it already holds; returns how many tokens ran
+        (0 without a prefix cache, or when all were cached). ``cancel`` is checked before
+        the forward (:class:`GenerationCancelled`); ``usage`` is added the tokens served and run.
+        """
+        if self.prefix_cache is None or not ids:
+            return 0
+        import torch
+
+        counted = usage if usage is not None else WaveUsage()
+        before = counted.prefill_tokens
+        with self._lock, _torch_threads(self.num_threads), torch.inference_mode():
+            run = _Run(self, [ids], 0, (), None, cancel)
+            run.usage = counted
+            run._keep(len(ids), run._prefix(len(ids)))
+        return counted.prefill_tokens - before
+
 
 def _repeated(cache: Any, rows: int, config: Any) -> Any:
     """A new ``DynamicCache`` holding a batch-1 cache's KV once per row (one copy; the

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ from ooo_agent.sidecar.batch import (
     KeptPrefix,
     RowResult,
     SharedPrefixGenerator,
+    common_prefix_length,
 )
 from ooo_agent.sidecar.prompts import PromptTemplate, template_from_tokenizer
 from ooo_agent.sidecar.relevance import tool_relevance, with_relevance
@@ -183,8 +184,9 @@ class HFSidecar:
         """A sidecar from a named model preset (see ``ooo_agent.models``).
 
         ``dtype`` None: :func:`~ooo_agent.models.presets.sidecar_dtype` for ``device``. Without
-        ``options``, the preset's own ``wave``
-        (:func:`~ooo_agent.models.presets.sidecar_options`).
+        ``options``, the preset's ``function_choice`` (``scored`` for the embedded sidecar),
+        ``required_values`` and
+        ``typed_values`` (:func:`~ooo_agent.models.presets.sidecar_wave_defaults`).
         """
         try:
             from ooo_agent.models import load_preset  # type: ignore[attr-defined,unused-ignore]
@@ -192,9 +194,10 @@ class HFSidecar:
             raise ModelNotAvailableError(
                 "model presets are not available in this installation (ooo_agent.models.load_preset)"
             ) from exc
-        from ooo_agent.models.presets import sidecar_dtype, sidecar_options
+        from ooo_agent.models.presets import sidecar_dtype, sidecar_wave_defaults
 
-        kwargs.setdefault("options", sidecar_options(name))
+        if "options" not in kwargs:
+            kwargs["options"] = WaveOptions(**sidecar_wave_defaults(name))
         loaded = load_preset(name, dtype=dtype or sidecar_dtype(device), device=device)
         if isinstance(loaded, tuple) and len(loaded) >= 2:
             model, tokenizer = loaded[0], loaded[1]
@@ -233,6 +236,47 @@ class HFSidecar:
         if plan.rows or plan.choice_prompt is not None:
             self._generate(plan, assembler, cancel)
         return assembler.finish()
+
+    # -- the next turn -----------------------------------------------------------------
+    def next_turn_ids(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> list[int]:
+        """The tokens every wave prompt after ``messages`` (ending with the assistant's calls)
+        starts with, whatever its tool results say: the rows' prompt in :attr:`options`'
+        layout, up to where the first result's text begins."""
+        calls = messages[-1].get("tool_calls") if messages else None
+        call_id = (calls[0] or {}).get("id") if calls else None
+
+        def with_result(text: str) -> list[int]:
+            result = {"role": "tool", "tool_call_id": call_id, "content": text}
+            rows = build_wave_rows([*messages, result], tools, layout=self.options.layout)
+            return self.generator.encode(self.template(rows[0].messages))
+
+        one, other = with_result("0"), with_result("1")
+        return one[: common_prefix_length([one, other])]
+
+    def prefill_next_turn_sync(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]],
+        *,
+        cancel: threading.Event | None = None,
+    ) -> int:
+        """Prefill :meth:`next_turn_ids` into :attr:`prefix_cache` (while the tools run), so
+        the next turn's wave runs only the results and what follows; returns the tokens that
+        ran (0 without a prefix cache). Waits for a wave running on this sidecar's model."""
+        if self.prefix_cache is None:
+            return 0
+        return self.generator.prefill(self.next_turn_ids(messages, tools), cancel=cancel)
+
+    async def prefill_next_turn(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> int:
+        """:meth:`prefill_next_turn_sync` in a worker thread; cancelled, this returns at once
+        and the thread finishes the prefill (a wave waits for it)."""
+        return await anyio.to_thread.run_sync(
+            lambda: self.prefill_next_turn_sync(messages, tools), abandon_on_cancel=True
+        )
 
     @property
     def schedule(self) -> str:
