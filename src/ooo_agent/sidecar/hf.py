@@ -184,9 +184,8 @@ class HFSidecar:
         """A sidecar from a named model preset (see ``ooo_agent.models``).
 
         ``dtype`` None: :func:`~ooo_agent.models.presets.sidecar_dtype` for ``device``. Without
-        ``options``, the preset's ``function_choice`` (``scored`` for the embedded sidecar),
-        ``required_values`` and
-        ``typed_values`` (:func:`~ooo_agent.models.presets.sidecar_wave_defaults`).
+        ``options``, the preset's own ``wave``
+        (:func:`~ooo_agent.models.presets.sidecar_options`).
         """
         try:
             from ooo_agent.models import load_preset  # type: ignore[attr-defined,unused-ignore]
@@ -194,10 +193,9 @@ class HFSidecar:
             raise ModelNotAvailableError(
                 "model presets are not available in this installation (ooo_agent.models.load_preset)"
             ) from exc
-        from ooo_agent.models.presets import sidecar_dtype, sidecar_wave_defaults
+        from ooo_agent.models.presets import sidecar_dtype, sidecar_options
 
-        if "options" not in kwargs:
-            kwargs["options"] = WaveOptions(**sidecar_wave_defaults(name))
+        kwargs.setdefault("options", sidecar_options(name))
         loaded = load_preset(name, dtype=dtype or sidecar_dtype(device), device=device)
         if isinstance(loaded, tuple) and len(loaded) >= 2:
             model, tokenizer = loaded[0], loaded[1]
