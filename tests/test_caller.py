@@ -209,7 +209,7 @@ async def test_the_target_and_the_wave_read_one_ruling_made_once() -> None:
     sidecar = Recording()
     await FastToolCaller(Ruled([CALL], steps=1, step_s=0.0), sidecar).call([], [add])
     assert Counted.runs == 1
-    assert read == sidecar.ruled and read[0][0]["seen"] is True
+    assert read == sidecar.ruled and read[0][0].to_openai()["seen"] is True
 
 
 @pytest.mark.parametrize(

@@ -171,7 +171,7 @@ def test_tool_choice_none_hides_tools_from_the_target() -> None:
     model = OoOChatModel(caller=FastToolCaller(target))
     message = model.bind_tools([add], tool_choice="none").invoke("hi")
     assert message.content == "plain text" and not message.tool_calls
-    assert target.requests[0].tools == []
+    assert target.requests[0].tools == ()
 
 
 def test_parallel_tool_calls_false_keeps_one_call() -> None:

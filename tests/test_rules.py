@@ -68,14 +68,14 @@ def test_rules_are_chosen_by_name_once_each_in_a_fixed_order() -> None:
 def test_the_ruling_equals_the_rules_applied_one_after_another() -> None:
     ruled = RuledTools(MESSAGES, [LOAN, TIME], rules_named(["mentioned", "values"]))
     expected = with_value_conventions(MESSAGES, with_mentioned_required(MESSAGES, [LOAN, TIME]))
-    assert ruled.tools == expected
+    assert [tool.to_openai() for tool in ruled.tools] == expected
     (loan, time) = ruled.tools
-    assert loan["function"]["parameters"]["required"] == ["principal", "rate", "unit"]
-    assert loan["function"]["parameters"]["properties"]["rate"]["enum"] == [0.05]
-    assert time is TIME  # untouched tools are passed as they are
+    assert loan.required == ("principal", "rate", "unit")
+    assert loan.properties["rate"]["enum"] == [0.05]
+    assert time is ruled.given[1] and time.to_openai() is TIME  # untouched: as given
     assert LOAN["function"]["parameters"]["required"] == ["principal", "rate"]  # not changed
     assert ruled.has("values") and not ruled.has("counting")
-    assert RuledTools(MESSAGES, [LOAN]).tools == [LOAN]  # no rules: the tools as given
+    assert RuledTools(MESSAGES, [LOAN]).tools[0].to_openai() is LOAN  # no rules: as given
 
 
 def test_a_ruling_is_computed_once_whoever_reads_it_first() -> None:
@@ -87,9 +87,9 @@ def test_a_ruling_is_computed_once_whoever_reads_it_first() -> None:
     for reader in readers:
         reader.join()
     assert rule.runs == 1
-    assert all(tool["marked"] for tool in ruled.tools)
+    assert all(tool.to_openai()["marked"] for tool in ruled.tools)
     narrowed = ruled.only("get_weather")
-    assert narrowed.given == [WEATHER]
+    assert [tool.to_openai() for tool in narrowed.given] == [WEATHER]
     assert narrowed.tools == [ruled.tools[1]] and rule.runs == 1
     assert mentioned_of(narrowed) is mentioned_of(ruled)
     assert mentioned_of(ruled) == {"loan_payment": ("unit",), "get_weather": ("unit",)}

@@ -68,7 +68,7 @@ def respond(request: TargetRequest) -> str:
         return "A lone \ud800 surrogate the model wrote."  # model output is not always text
     if request.messages[-1].get("role") == "tool":
         return "It is 21 degrees in Paris."
-    names = [t["function"]["name"] for t in request.tools]
+    names = [t.name for t in request.tools]
     return call(names[0], city="Paris, France", unit="c") if names[0] == "get_weather" else call(names[0], city="Paris")
 
 
@@ -192,7 +192,7 @@ def test_named_tool_choice_restricts_tools(client: Any, server: Server) -> None:
     choice = {"type": "function", "function": {"name": "get_time"}}
     message = ask(client, "Time?", tool_choice=choice).choices[0].message
     assert [c.function.name for c in message.tool_calls] == ["get_time"]
-    assert [t["function"]["name"] for t in server.target.requests[-1].tools] == ["get_time"]
+    assert [t.name for t in server.target.requests[-1].tools] == ["get_time"]
 
 
 def test_parallel_tool_calls_false_returns_one_call(client: Any) -> None:

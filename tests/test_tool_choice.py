@@ -252,7 +252,7 @@ async def test_a_named_choice_leaves_the_sidecar_only_that_tool() -> None:
 
     class Recording:
         async def wave(self, request: SidecarRequest, box: HintBox) -> Any:
-            seen.append([t["function"]["name"] for t in request.tools])
+            seen.append([t.name for t in request.tools])
             return None
 
     class AllModes(ReplayTarget):

@@ -39,6 +39,7 @@ from anyio.abc import TaskGroup
 from ooo_agent.calls import CallError, CallErrorKind, CallResult, RawCall, SidecarStats, ToolCall
 from ooo_agent.formats.base import ChatFormat
 from ooo_agent.observability import call_started, record_call
+from ooo_agent.offered import OfferedTool, offer
 from ooo_agent.rules import RuledTools
 from ooo_agent.sidecar.base import Hint, HintBox, Sidecar, SidecarRequest, clean_hint
 from ooo_agent.targets.base import (
@@ -180,6 +181,7 @@ class FastToolCaller:
         toolset = tools if isinstance(tools, Toolset) else Toolset.coerce(tools)
         choice = check_tool_choice(tool_choice, toolset.names)
         tool_dicts = toolset.to_openai()
+        offered = offer(tool_dicts)  # what the target, the rules and the sidecar read
         mode = mode or self.mode
         result = CallResult()
         stats = result.stats
@@ -207,14 +209,14 @@ class FastToolCaller:
             box = HintBox() if run_wave else None
             request = TargetRequest(
                 messages=history,
-                tools=tool_dicts,
+                tools=offered,
                 mode=mode,
                 tool_choice=choice,
                 parallel_tool_calls=parallel_tool_calls,
                 max_new_tokens=max_new_tokens or self.max_new_tokens,
                 hint_box=box,  # hints are read in mode "ooo"; a decline is told in every mode
                 arrival=arrival,
-                ruled=_ruling(self.target, history, tool_dicts),
+                ruled=_ruling(self.target, history, offered),
             )
             generation, decoded_at, joined_at = await self._generate(
                 request, box, stats.sidecar, speculator if preexecute else None
@@ -381,7 +383,7 @@ class FastToolCaller:
             stats.status = "garbage"
             stats.error = f"wave returned {type(hint).__name__}, not a Hint"
             return
-        names = {t["function"]["name"] for t in request.tools}
+        names = {t.name for t in request.tools}
         if hint.function is not None and hint.function not in names:
             stats.status = "garbage"
             stats.error = f"predicted unknown tool {hint.function!r}"
@@ -530,7 +532,7 @@ def _on_event_loop(
 
 
 def _ruling(
-    target: Target, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    target: Target, messages: Sequence[Mapping[str, Any]], tools: Sequence[OfferedTool]
 ) -> RuledTools | None:
     """The request's tools under the target's rules (``target.rules``), made once for the
     target and the sidecar alike; None for a target without rules of its own."""

@@ -30,6 +30,7 @@ import anyio.to_thread
 
 from ooo_agent.calls import DecodeStats
 from ooo_agent.errors import TargetError
+from ooo_agent.offered import ToolLike
 from ooo_agent.targets.base import Generation, Mode, TargetRequest
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ class PromptLookupTarget:
         return await anyio.to_thread.run_sync(self.generate_sync, request)
 
     def prompt_ids(
-        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[ToolLike]
     ) -> list[int]:
         """The rendered conversation's token ids, exactly as ``HFTarget`` builds them."""
         from ooo_agent.targets.hf import chat_prompt_ids

@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 
 from ooo_agent.calls import RawCall
+from ooo_agent.offered import ToolLike, offer
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
 
 __all__ = ["ORACLE_LABEL", "OracleSidecar", "request_key"]
@@ -32,9 +33,10 @@ ORACLE_LABEL = "oracle (upper bound, not a result)"
 """How every output names numbers measured with the oracle sidecar."""
 
 
-def request_key(messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> str:
-    """A stable key for a request: its conversation and its tool names."""
-    names = [str(t.get("function", t).get("name", "")) for t in tools]
+def request_key(messages: Sequence[Mapping[str, Any]], tools: Sequence[ToolLike]) -> str:
+    """A stable key for a request: its conversation and its tool names (``tools``: offered
+    tools or OpenAI tool dicts)."""
+    names = [t.name for t in offer(tools)]
     return json.dumps([list(messages), names], sort_keys=True, default=str, ensure_ascii=False)
 
 

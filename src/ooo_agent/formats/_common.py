@@ -16,6 +16,7 @@ from typing import Any
 from ooo_agent._json import reject_duplicate_keys
 from ooo_agent.calls import CallError, CallErrorKind, RawCall
 from ooo_agent.errors import FormatError
+from ooo_agent.offered import ToolLike, openai_tools
 
 __all__ = [
     "ARGUMENT_KEYS",
@@ -51,10 +52,11 @@ def plain(value: Any) -> Any:
     return value
 
 
-def plain_tools(tools: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Tools as plain OpenAI tool dicts; a bare ``{"name", "parameters"}`` function is wrapped."""
+def plain_tools(tools: Sequence[ToolLike]) -> list[dict[str, Any]]:
+    """Tools as plain OpenAI tool dicts (an offered tool as the dict it came from); a bare
+    ``{"name", "parameters"}`` function is wrapped."""
     out: list[dict[str, Any]] = []
-    for tool in tools:
+    for tool in openai_tools(tools):
         if not isinstance(tool, Mapping):
             raise FormatError(f"a tool must be an OpenAI tool dict, got {type(tool).__name__}")
         if "function" not in tool and "name" in tool:

@@ -13,6 +13,7 @@ from typing import Any
 from ooo_agent._json import json_type_of
 from ooo_agent.formats._common import dump_json, function_of
 from ooo_agent.formats.base import ToolDict
+from ooo_agent.offered import OfferedTool
 
 __all__ = [
     "INCOMPLETE",
@@ -325,7 +326,7 @@ def _array_items(schema: Any) -> ArrayItems:
 
 
 def tool_shape(tool: ToolDict) -> ToolShape:
-    fn = function_of(tool)
+    fn = function_of(tool.to_openai() if isinstance(tool, OfferedTool) else tool)
     params = fn.get("parameters") or {}
     props = params.get("properties") if isinstance(params, Mapping) else None
     props = props if isinstance(props, Mapping) else {}

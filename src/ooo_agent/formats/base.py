@@ -9,11 +9,13 @@ from typing import Any
 
 from ooo_agent.calls import CallError, RawCall
 from ooo_agent.hints import Hint
+from ooo_agent.offered import ToolLike
 
 __all__ = ["CallSkeleton", "ChatFormat", "ParseResult", "TextDraft"]
 
-ToolDict = Mapping[str, Any]
-"""An OpenAI tool dict: ``{"type": "function", "function": {"name", "description", "parameters"}}``."""
+ToolDict = ToolLike
+"""An OpenAI tool dict, ``{"type": "function", "function": {"name", "description", "parameters"}}``,
+or an :class:`~ooo_agent.offered.OfferedTool` (rendered as the dict it came from)."""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from ooo_agent.formats._common import loose_function
+from ooo_agent.offered import OfferedTool, ToolLike, offer
 
 __all__ = [
     "free_string",
@@ -21,20 +22,15 @@ T = TypeVar("T")
 
 
 def parameters_matching(
-    tools: Sequence[Mapping[str, Any]], keep: Callable[[str, Any], bool]
+    tools: Sequence[ToolLike], keep: Callable[[str, Any], bool]
 ) -> dict[str, tuple[str, ...]]:
     """Per tool name, its parameters (schema order) whose ``(name, schema)`` ``keep`` accepts;
     tools with none, or without properties, are left out."""
     found: dict[str, tuple[str, ...]] = {}
-    for tool in tools:
-        function = loose_function(tool)
-        parameters = function.get("parameters")
-        properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
-        if not isinstance(properties, Mapping):
-            continue
-        kept = tuple(str(k) for k, schema in properties.items() if keep(str(k), schema))
+    for tool in offer(tools):
+        kept = tuple(str(k) for k, schema in tool.properties.items() if keep(str(k), schema))
         if kept:
-            found[str(function.get("name", ""))] = kept
+            found[tool.name] = kept
     return found
 
 
@@ -63,7 +59,7 @@ def rewrite_functions(
     name ``touched`` gives a non-empty value; the others are passed as they are."""
     out: list[Mapping[str, Any]] = []
     for tool in tools:
-        value = touched.get(str(loose_function(tool).get("name", "")))
+        value = touched.get(OfferedTool.from_openai(tool).name)
         if not value:
             out.append(tool)
             continue

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar, cast
 
-from ooo_agent.formats._common import loose_function
+from ooo_agent.offered import OfferedTool, ToolLike, offer
 
 __all__ = ["Rule", "RuledTools"]
 
@@ -19,8 +19,9 @@ T = TypeVar("T")
 
 
 class Rule:
-    """One request rule: ``rewrite`` returns the tools as this request's decoding holds them
-    (copies; the tools given are not changed). ``name`` is how presets and flags choose it."""
+    """One request rule: ``rewrite`` returns the tools' OpenAI dicts as this request's decoding
+    holds them (copies; the tools given are not changed). ``name`` is how presets and flags
+    choose it."""
 
     name: ClassVar[str] = ""
 
@@ -45,7 +46,9 @@ class RuledTools:
     """A request's tools as ``rules`` rewrite them, in order: computed once, on first read
     (from any thread), and shared by the target and the sidecar.
 
-    ``tools`` is aligned with the tools given (same names, same order); what several readers
+    The rules rewrite the tools' OpenAI dicts; :attr:`given` and :attr:`tools` are offered
+    tools (:class:`~ooo_agent.offered.OfferedTool`), ``tools`` aligned with ``given`` (same
+    names, same order, a tool no rule changed as it is given). What several readers
     compute of the request (the optional parameters it names: :func:`~ooo_agent.rules.mentions.
     mentioned_of`) is computed once too, through :meth:`once`.
     """
@@ -53,15 +56,16 @@ class RuledTools:
     def __init__(
         self,
         messages: Sequence[Mapping[str, Any]],
-        tools: Sequence[Mapping[str, Any]],
+        tools: Sequence[ToolLike],
         rules: Iterable[Rule] = (),
     ) -> None:
         self.messages = messages
-        self.given = tools
+        self._passed = tools  # what `reads` recognises, beside `given`
+        self.given = offer(tools)
         """The tools as the request offers them."""
         self.rules: tuple[Rule, ...] = tuple(rules)
         self._lock = threading.RLock()  # a rule may ask `once` while `tools` is computed
-        self._tools: list[Mapping[str, Any]] | None = None
+        self._tools: list[OfferedTool] | None = None
         self._memo: dict[str, Any] = {}
         self._whole: RuledTools | None = None
         """Set by :meth:`only`: the ruling of every offered tool, which this one filters."""
@@ -78,24 +82,26 @@ class RuledTools:
     def reads(
         self,
         messages: Sequence[Mapping[str, Any]],
-        tools: Sequence[Mapping[str, Any]],
+        tools: Sequence[ToolLike],
         rules: Sequence[Rule],
     ) -> bool:
         """Whether this is the ruling of exactly these messages, tools and rules."""
-        return self.messages is messages and self.given is tools and self.rules == tuple(rules)
+        same_tools = tools is self._passed or tools is self.given
+        return self.messages is messages and same_tools and self.rules == tuple(rules)
 
     @property
-    def tools(self) -> list[Mapping[str, Any]]:
+    def tools(self) -> list[OfferedTool]:
         """The tools after every rule (the given tools themselves, as a list, without rules)."""
         if self._whole is not None:
-            return _named(self._whole.tools, {_name(t) for t in self.given})
+            return _named(self._whole.tools, {t.name for t in self.given})
         with self._lock:
             if self._tools is None:
-                tools = list(self.given)
+                dicts = [t.to_openai() for t in self.given]
                 for rule in self.rules:
-                    if tools:
-                        tools = rule.rewrite(self, tools)
-                self._tools = tools
+                    if dicts:
+                        dicts = rule.rewrite(self, dicts)
+                given = {id(t.to_openai()): t for t in self.given}
+                self._tools = [given.get(id(d)) or OfferedTool.from_openai(d) for d in dicts]
             return self._tools
 
     @property
@@ -122,9 +128,5 @@ class RuledTools:
         return f"RuledTools({len(self.given)} tools, rules={list(self.names)})"
 
 
-def _name(tool: Mapping[str, Any]) -> str:
-    return str(loose_function(tool).get("name", ""))
-
-
-def _named(tools: Sequence[Mapping[str, Any]], names: set[str]) -> list[Mapping[str, Any]]:
-    return [t for t in tools if _name(t) in names]
+def _named(tools: Sequence[OfferedTool], names: set[str]) -> list[OfferedTool]:
+    return [t for t in tools if t.name in names]

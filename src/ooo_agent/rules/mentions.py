@@ -28,7 +28,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ooo_agent.formats._common import loose_function
+from ooo_agent.offered import ToolLike, offer
 from ooo_agent.rules._parameters import options, rewrite_functions
 from ooo_agent.rules.base import Rule, RuledTools
 from ooo_agent.rules.text import relevance_terms, user_text
@@ -95,7 +95,7 @@ def _named_by_value(key: str, schema: Any, text: str) -> bool:
 
 
 def mentioned_parameters(
-    messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    messages: Sequence[Mapping[str, Any]], tools: Sequence[ToolLike]
 ) -> dict[str, tuple[str, ...]]:
     """Per tool name, its optional parameters (schema order) that the user's messages name
     (module docstring); tools with none are left out."""
@@ -103,18 +103,10 @@ def mentioned_parameters(
     words = relevance_terms(text)
     lowered = text.lower()
     found: dict[str, tuple[str, ...]] = {}
-    for tool in tools:
-        function = loose_function(tool)
-        parameters = function.get("parameters")
-        if not isinstance(parameters, Mapping):
-            continue
-        properties = parameters.get("properties")
-        if not isinstance(properties, Mapping):
-            continue
-        required = parameters.get("required")
-        required_set = set(required) if isinstance(required, list) else set()
+    for tool in offer(tools):
+        required_set = set(tool.required)
         named = []
-        for key, schema in properties.items():
+        for key, schema in tool.properties.items():
             if key in required_set:
                 continue
             if (
@@ -124,7 +116,7 @@ def mentioned_parameters(
             ):
                 named.append(str(key))
         if named:
-            found[str(function.get("name", ""))] = tuple(named)
+            found[tool.name] = tuple(named)
     return found
 
 

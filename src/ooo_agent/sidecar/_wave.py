@@ -11,9 +11,9 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
-from ooo_agent.formats._common import loose_function
+from ooo_agent.offered import OfferedTool, ToolLike, offer
 from ooo_agent.rules.mentions import mentioned_of, mentioned_parameters
 from ooo_agent.rules.words import case_kept, in_request_case
 from ooo_agent.sidecar.base import Hint, HintBox, SidecarRequest
@@ -220,7 +220,7 @@ def _mentioned(request: SidecarRequest) -> dict[str, tuple[str, ...]]:
     ruling's, computed once for the target's rules and the wave (else computed here)."""
     if request.ruled is None:
         return mentioned_parameters(request.messages, request.tools)
-    offered = {name for name, _ in tool_signatures(request.tools)}
+    offered = {tool.name for tool in request.tools}
     return {name: keys for name, keys in mentioned_of(request.ruled).items() if name in offered}
 
 
@@ -230,24 +230,21 @@ def _cased_rows(
     """The argument rows whose answers take the request's case (by key, with their parameter's
     options: :func:`~ooo_agent.rules.words.case_kept`) and the user's words."""
     from ooo_agent.sidecar.relevance import user_text
-    from ooo_agent.sidecar.slots import parameter_schemas
 
     cased: dict[str, tuple[str, ...]] = {}
     for row in rows:
         if row.kind != "argument_value" or row.function_index is None or row.param is None:
             continue
-        keep = case_kept(parameter_schemas(request.tools[row.function_index]).get(row.param))
+        keep = case_kept(request.tools[row.function_index].properties.get(row.param))
         if keep is not None:
             cased[row.key] = keep
     return cased, (user_text(request.messages) if cased else "")
 
 
-def required_parameters(tool: Mapping[str, Any]) -> frozenset[str]:
-    """The required parameter names of an OpenAI tool dict (or a bare function dict)."""
-    function = loose_function(tool)
-    parameters = function.get("parameters") or {}
-    required = parameters.get("required") or ()
-    return frozenset(str(name) for name in required)
+def required_parameters(tool: ToolLike) -> frozenset[str]:
+    """The required parameter names of an offered tool, an OpenAI tool dict or a bare function
+    dict."""
+    return frozenset(offer([tool])[0].required)
 
 
 def _without_unnamed_optionals(
@@ -256,8 +253,7 @@ def _without_unnamed_optionals(
     """``rows`` less the argument rows of optional parameters the request does not name
     (``named``: per tool name, those it names), and those rows' implied answers (``null``)."""
     asked = [  # per offered tool, the parameters whose rows are asked
-        required_parameters(tool) | set(named.get(str(loose_function(tool).get("name", "")), ()))
-        for tool in request.tools
+        required_parameters(tool) | set(named.get(tool.name, ())) for tool in request.tools
     ]
     kept: list[SemanticRow] = []
     implied: dict[str, str] = {}
@@ -310,7 +306,7 @@ class WaveAssembler:
 
     def follow(self, name: str) -> None:
         """The target wrote ``name``: hint that tool (its slots answered so far at once)."""
-        names = [t["function"]["name"] for t in self._tools]
+        names = [t.name for t in self._tools]
         if name not in names:
             return
         index = names.index(name)
@@ -320,7 +316,7 @@ class WaveAssembler:
                 self._publish_function(index, from_target=True)
 
     @property
-    def _tools(self) -> Sequence[Mapping[str, Any]]:
+    def _tools(self) -> Sequence[OfferedTool]:
         return self.plan.request.tools
 
     def choose(self, index: int) -> None:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ooo_agent.hints import Hint, HintBox, WaveUsage, clean_hint, clean_hint_value
+from ooo_agent.offered import OfferedTool, ToolLike, offer
 
 if TYPE_CHECKING:
     from ooo_agent.rules.base import RuledTools
@@ -28,18 +29,32 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class SidecarRequest:
-    """What a sidecar sees of a call: the conversation and the offered tools (OpenAI dicts)."""
+    """What a sidecar sees of a call: the conversation and the offered tools (given as offered
+    tools or OpenAI tool dicts: :func:`~ooo_agent.offered.offer`)."""
 
     messages: Sequence[Mapping[str, Any]]
-    tools: Sequence[Mapping[str, Any]]
-    arrival: float = field(default_factory=time.perf_counter)
-    """``time.perf_counter()`` at the request's arrival; latencies are measured from it."""
-    ruled: RuledTools | None = None
+    tools: tuple[OfferedTool, ...]
+    arrival: float
+    """``time.perf_counter()`` at the request's arrival (by default, when it was made);
+    latencies are measured from it."""
+    ruled: RuledTools | None
     """The tools as the target's rules rewrite them for this request (aligned with ``tools``;
     ``FastToolCaller`` hands the target and the sidecar the same one, so the rules run once):
     ``None`` where the target's rules are not known."""
+
+    def __init__(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[ToolLike],
+        arrival: float | None = None,
+        ruled: RuledTools | None = None,
+    ) -> None:
+        object.__setattr__(self, "messages", messages)
+        object.__setattr__(self, "tools", offer(tools))
+        object.__setattr__(self, "arrival", time.perf_counter() if arrival is None else arrival)
+        object.__setattr__(self, "ruled", ruled)
 
     @property
     def named_optionals(self) -> bool | None:

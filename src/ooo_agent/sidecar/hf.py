@@ -36,6 +36,7 @@ import anyio.to_thread
 from ooo_agent.decoding.prefix_cache import DEFAULT_PREFIX_CACHE_BYTES, PrefixCache
 from ooo_agent.errors import ModelNotAvailableError, SidecarError
 from ooo_agent.observability import quiet_loading
+from ooo_agent.offered import OfferedTool
 from ooo_agent.rules.conventions import free_string
 from ooo_agent.rules.text import user_text
 from ooo_agent.rules.words import described_date_form, names_a_date
@@ -63,7 +64,6 @@ from ooo_agent.sidecar.rows import (
     parse_slot_value,
     tool_signatures,
 )
-from ooo_agent.sidecar.slots import parameter_schemas
 from ooo_agent.sidecar.values import ValueConstraint, comma_free_place, copies_words
 
 __all__ = ["ADAPTER_SUBFOLDERS", "HFSidecar"]
@@ -301,7 +301,7 @@ class HFSidecar:
         """``function_choice="scored"``: the tool whose name starts the likeliest direct call,
         with ``options.relevance_weight`` times the tools' lexical relevance added."""
         assert plan.choice_prompt is not None
-        names = [name for name, _ in tool_signatures(plan.request.tools)]
+        names = [tool.name for tool in plan.request.tools]
         usage = assembler.box.usage
         scores = self._name_scores(plan.choice_prompt, names, cancel, usage)
         if self.options.relevance_weight:
@@ -323,7 +323,7 @@ class HFSidecar:
         plan = WavePlan.build(request, self.template, options)
         if plan.choice_prompt is None:
             raise ValueError("a tool choice needs two or more offered tools")
-        names = [name for name, _ in tool_signatures(request.tools)]
+        names = [tool.name for tool in request.tools]
         return self._name_scores(plan.choice_prompt, names, None)
 
     def _name_scores(
@@ -412,8 +412,8 @@ class HFSidecar:
             return None, None
         named: list[tuple[str, ...]] = []  # per offered tool, its named optional parameters
         if mentioned_values:
-            named = [plan.named.get(name, ()) for name, _ in tool_signatures(plan.request.tools)]
-        tools = plan.request.tools
+            named = [plan.named.get(tool.name, ()) for tool in plan.request.tools]
+        tools: Sequence[OfferedTool] = plan.request.tools
         request_text: str | None = None  # the user's words, beside a convention-holding target
         ruled = plan.request.ruled
         if typed_values and ruled is not None and ruled.has("values"):
@@ -431,7 +431,7 @@ class HFSidecar:
             if needs_value:
                 bans[i] = self.null_token_ids()
             if typed_values:
-                schema = parameter_schemas(tools[row.function_index]).get(row.param)
+                schema = tools[row.function_index].properties.get(row.param)
                 row_commas = (
                     request_text if request_text is not None and free_string(schema) else None
                 )

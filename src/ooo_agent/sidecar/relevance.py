@@ -18,8 +18,8 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ooo_agent.formats._common import loose_function
 from ooo_agent.messages import user_text  # re-exported: rule and wave modules import it here
+from ooo_agent.offered import OfferedTool, ToolLike, offer
 from ooo_agent.rules.text import STOPWORDS, relevance_terms  # re-exported
 
 __all__ = [
@@ -42,14 +42,11 @@ PARAMETER_WEIGHT = 0.5
 this much (the request often says what it gives: "a *principal* of $10,000 at 5 % *interest*").
 ``WaveOptions.relevance_parameter_weight`` overrides it; 0 leaves the parameters out."""
 
-def _parameter_terms(function: Mapping[str, Any]) -> set[str]:
-    """The counted words of a function's top-level parameter names and descriptions."""
-    parameters = function.get("parameters")
-    properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
-    if not isinstance(properties, Mapping):
-        return set()
+
+def _parameter_terms(tool: OfferedTool) -> set[str]:
+    """The counted words of a tool's top-level parameter names and descriptions."""
     terms: set[str] = set()
-    for key, schema in properties.items():
+    for key, schema in tool.properties.items():
         terms |= relevance_terms(str(key))
         if isinstance(schema, Mapping):
             terms |= relevance_terms(str(schema.get("description") or ""))
@@ -58,11 +55,11 @@ def _parameter_terms(function: Mapping[str, Any]) -> set[str]:
 
 def tool_relevance(
     messages: Sequence[Mapping[str, Any]],
-    tools: Sequence[Mapping[str, Any]],
+    tools: Sequence[ToolLike],
     *,
     parameter_weight: float = PARAMETER_WEIGHT,
 ) -> list[float]:
-    """One score per tool (OpenAI tool dicts, in order): the sum over the user's words that
+    """One score per tool (offered tools or OpenAI tool dicts, in order): the sum over the user's words that
     the tool shares of ``idf(word)`` — :data:`NAME_WEIGHT` times for its name's words, once for
     its description's and ``parameter_weight`` times for its parameters' names and descriptions
     — where ``idf(w) = ln((n + 1) / (df(w) + 0.5))`` over the ``n`` offered tools (a tool's
@@ -74,11 +71,10 @@ def tool_relevance(
     names: list[set[str]] = []
     descriptions: list[set[str]] = []
     parameters: list[set[str]] = []
-    for tool in tools:
-        function = loose_function(tool)
-        names.append(relevance_terms(str(function.get("name", ""))))
-        descriptions.append(relevance_terms(str(function.get("description") or "")))
-        parameters.append(_parameter_terms(function) if parameter_weight else set())
+    for tool in offer(tools):
+        names.append(relevance_terms(tool.name))
+        descriptions.append(relevance_terms(tool.description))
+        parameters.append(_parameter_terms(tool) if parameter_weight else set())
     documents = [
         name | description | parameter
         for name, description, parameter in zip(names, descriptions, parameters, strict=True)

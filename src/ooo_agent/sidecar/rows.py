@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ooo_agent._json import reject_duplicate_keys
-from ooo_agent.formats._common import loose_function
+from ooo_agent.offered import ToolLike, offer
 from ooo_agent.sidecar.base import Hint, clean_hint_value
 
 __all__ = [
@@ -122,16 +122,9 @@ def _loads(arguments: Any) -> Any:
     return arguments if arguments is not None else {}
 
 
-def tool_signatures(tools: Sequence[Mapping[str, Any]]) -> list[tuple[str, list[str]]]:
-    """``(name, parameter names in schema order)`` for each OpenAI tool dict."""
-    signatures = []
-    for tool in tools:
-        function = loose_function(tool)
-        params = function.get("parameters") or {}
-        properties = params.get("properties") if isinstance(params, Mapping) else None
-        names = list(properties) if isinstance(properties, Mapping) else []
-        signatures.append((str(function.get("name", "")), names))
-    return signatures
+def tool_signatures(tools: Sequence[ToolLike]) -> list[tuple[str, list[str]]]:
+    """``(name, parameter names in schema order)`` for each tool (offered or an OpenAI dict)."""
+    return [(tool.name, list(tool.properties)) for tool in offer(tools)]
 
 
 def _indexed_tools(signatures: Sequence[tuple[str, list[str]]]) -> str:
@@ -192,7 +185,7 @@ def _row(kind: RowKind, user: str, index: int | None = None, param: str | None =
 
 def build_wave_rows(
     messages: Sequence[Mapping[str, Any]],
-    tools: Sequence[Mapping[str, Any]],
+    tools: Sequence[ToolLike],
     *,
     direct_call: bool = False,
     layout: PromptLayout = "dialogue-first",
@@ -243,7 +236,7 @@ _WHOLE_CALL = "What is the complete tool call? Respond with a JSON object."
 
 def label_rows(
     messages: Sequence[Mapping[str, Any]],
-    tools: Sequence[Mapping[str, Any]],
+    tools: Sequence[ToolLike],
     call: tuple[str, Mapping[str, Any]],
     *,
     layout: PromptLayout = "dialogue-first",
@@ -298,7 +291,7 @@ def parse_slot_value(answer: str) -> Any:
 
 
 def assemble_hint(
-    tools: Sequence[Mapping[str, Any]],
+    tools: Sequence[ToolLike],
     function_answer: str | None,
     slot_answers: Mapping[str, str],
     *,

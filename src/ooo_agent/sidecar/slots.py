@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ooo_agent.offered import OfferedTool, ToolLike, offer
+
 __all__ = ["SlotCheck", "normalize_schema", "parameter_schemas", "slot_checker"]
 
 SlotCheck = Callable[[int, str, Any], "str | None"]
@@ -72,17 +74,15 @@ def normalize_schema(schema: Any) -> Any:
     return out
 
 
-def parameter_schemas(tool: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Each parameter's schema (``parameters.properties``) of an OpenAI tool dict or a bare
-    function dict; empty when it declares none."""
-    function = tool.get("function", tool)
-    params = function.get("parameters") if isinstance(function, Mapping) else None
-    properties = params.get("properties") if isinstance(params, Mapping) else None
-    return properties if isinstance(properties, Mapping) else {}
+def parameter_schemas(tool: ToolLike) -> Mapping[str, Any]:
+    """Each parameter's schema (``parameters.properties``) of an offered tool, an OpenAI tool
+    dict or a bare function dict; empty when it declares none."""
+    return (tool if isinstance(tool, OfferedTool) else OfferedTool.from_openai(tool)).properties
 
 
-def slot_checker(tools: Sequence[Mapping[str, Any]]) -> SlotCheck:
-    """A ``check(tool_index, param, value) -> str | None`` for these OpenAI tool dicts.
+def slot_checker(tools: Sequence[ToolLike]) -> SlotCheck:
+    """A ``check(tool_index, param, value) -> str | None`` for these tools (offered or OpenAI
+    tool dicts).
 
     Validators are built once per slot, on first use. An unknown tool index or parameter is
     an error; a schema that is itself invalid accepts everything (the sidecar cannot be blamed
@@ -91,11 +91,12 @@ def slot_checker(tools: Sequence[Mapping[str, Any]]) -> SlotCheck:
     import jsonschema  # a core dependency, imported here to keep `import ooo_agent` light
 
     cache: dict[tuple[int, str], Any] = {}
+    offered = offer(tools)
 
     def check(index: int, param: str, value: Any) -> str | None:
-        if not 0 <= index < len(tools):
+        if not 0 <= index < len(offered):
             return f"no tool with index {index}"
-        properties = parameter_schemas(tools[index])
+        properties = offered[index].properties
         if param not in properties:
             return f"tool {index} has no parameter {param!r}"
         key = (index, param)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ooo_agent.calls import DecodeStats, RawCall
-from ooo_agent.formats._common import loose_function
+from ooo_agent.offered import OfferedTool, ToolLike, offer
 
 if TYPE_CHECKING:
     from ooo_agent.formats.base import ChatFormat
@@ -82,9 +82,9 @@ def check_tool_choice(choice: Any, names: Collection[str]) -> str | dict[str, An
     return normal
 
 
-def tools_named(tools: Sequence[Mapping[str, Any]], name: str) -> list[Mapping[str, Any]]:
-    """The OpenAI tool dicts among ``tools`` whose function is called ``name``."""
-    return [t for t in tools if loose_function(t).get("name") == name]
+def tools_named(tools: Sequence[ToolLike], name: str) -> list[OfferedTool]:
+    """The tools among ``tools`` (offered tools or OpenAI tool dicts) called ``name``."""
+    return [t for t in offer(tools) if t.name == name]
 
 
 def chosen_tool(choice: ToolChoice) -> str | None:
@@ -93,24 +93,47 @@ def chosen_tool(choice: ToolChoice) -> str | None:
     return None if isinstance(normal, str) else str(normal["function"]["name"])
 
 
-@dataclass
+@dataclass(init=False)
 class TargetRequest:
-    """One model turn to produce."""
+    """One model turn to produce. ``tools`` may be given as OpenAI tool dicts; the request
+    holds them as offered tools (:func:`~ooo_agent.offered.offer`)."""
 
     messages: Sequence[Mapping[str, Any]]
-    tools: Sequence[Mapping[str, Any]]
-    """OpenAI tool dicts (``Toolset.to_openai()``)."""
-    mode: Mode = "toolspec"
-    tool_choice: ToolChoice = "auto"
-    parallel_tool_calls: bool = True
-    max_new_tokens: int = 256
-    hint_box: HintBox | None = None
+    tools: tuple[OfferedTool, ...]
+    mode: Mode
+    tool_choice: ToolChoice
+    parallel_tool_calls: bool
+    max_new_tokens: int
+    hint_box: HintBox | None
     """Filled by the sidecar while the target decodes (mode ``ooo``); never awaited."""
-    arrival: float = field(default_factory=time.perf_counter)
-    ruled: RuledTools | None = None
+    arrival: float
+    """``time.perf_counter()`` at the request's arrival (by default, when it was made)."""
+    ruled: RuledTools | None
     """The tools as the target's rules rewrite them (``FastToolCaller`` makes one per request,
     for the target and the sidecar); a target makes its own when this is ``None`` or another
     request's or rules' ruling."""
+
+    def __init__(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[ToolLike],
+        mode: Mode = "toolspec",
+        tool_choice: ToolChoice = "auto",
+        parallel_tool_calls: bool = True,
+        max_new_tokens: int = 256,
+        hint_box: HintBox | None = None,
+        arrival: float | None = None,
+        ruled: RuledTools | None = None,
+    ) -> None:
+        self.messages = messages
+        self.tools = offer(tools)
+        self.mode = mode
+        self.tool_choice = tool_choice
+        self.parallel_tool_calls = parallel_tool_calls
+        self.max_new_tokens = max_new_tokens
+        self.hint_box = hint_box
+        self.arrival = time.perf_counter() if arrival is None else arrival
+        self.ruled = ruled
 
 
 @dataclass

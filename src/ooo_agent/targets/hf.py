@@ -28,6 +28,7 @@ import anyio.to_thread
 
 from ooo_agent.errors import TargetError
 from ooo_agent.observability import quiet_loading
+from ooo_agent.offered import OfferedTool, ToolLike, openai_tools
 from ooo_agent.rules import SHORTHANDS, Rule, RuledTools, rules_named
 from ooo_agent.targets.base import (
     MODES,
@@ -279,13 +280,13 @@ class HFTarget:
 
     # -- prompt --------------------------------------------------------------------------
     def prompt_ids(
-        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[ToolLike]
     ) -> list[int]:
         """The token ids of the rendered conversation, ready for the assistant's turn."""
         return chat_prompt_ids(self._format, self.tokenizer, self.codec, messages, tools)
 
     def next_turn_ids(
-        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[ToolLike]
     ) -> list[int]:
         """The tokens every next prompt after ``messages`` (ending with the assistant's calls)
         starts with, whatever its tool results say: the conversation rendered up to where the
@@ -305,7 +306,7 @@ class HFTarget:
     def prefill_next_turn_sync(
         self,
         messages: Sequence[Mapping[str, Any]],
-        tools: Sequence[Mapping[str, Any]],
+        tools: Sequence[ToolLike],
         *,
         cancel: threading.Event | None = None,
     ) -> int:
@@ -319,7 +320,7 @@ class HFTarget:
             self._serial.release()
 
     async def prefill_next_turn(
-        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[ToolLike]
     ) -> int:
         """:meth:`prefill_next_turn_sync` in a worker thread."""
         return await anyio.to_thread.run_sync(lambda: self.prefill_next_turn_sync(messages, tools))
@@ -346,7 +347,7 @@ class HFTarget:
             ruled = RuledTools(request.messages, request.tools, self.rules)
         return ruled
 
-    def _decoding_tools(self, request: TargetRequest) -> Sequence[Mapping[str, Any]]:
+    def _decoding_tools(self, request: TargetRequest) -> Sequence[OfferedTool]:
         """The tools as this request's constraint and schema drafts read them (:meth:`ruled`;
         with ``mentioned``, the drafts then offer the named optional keys before the closing
         brace the constraint would refuse)."""
@@ -456,11 +457,12 @@ class HFTarget:
         named = chosen_tool(choice)
         prompt = self.prompt_ids(request.messages, request.tools)
         stop = StopCondition.of(self.end_ids, self._format.stop_strings, self.codec.decode)
-        tools = self._decoding_tools(request)
+        offered = self._decoding_tools(request)
         if named is not None:  # drafts and constraint for the named tool only
-            tools = tools_named(tools, named)
-            if not tools:
+            offered = tools_named(offered, named)
+            if not offered:
                 raise ValueError(f"tool_choice names {named!r}, which is not among the tools")
+        tools = openai_tools(offered)  # the format's skeleton reads OpenAI tool dicts
         plan = None if request.mode == "vanilla" else _Speculation(self, request, prompt, tools)
         constraint: TokenConstraint | None = self._constraint(tools, names=named is not None)
         policy: DeclinePolicy | None = None
@@ -601,10 +603,11 @@ def chat_prompt_ids(
     tokenizer: Any,
     codec: Any,
     messages: Sequence[Mapping[str, Any]],
-    tools: Sequence[Mapping[str, Any]],
+    tools: Sequence[ToolLike],
 ) -> list[int]:
-    """Render ``messages`` and ``tools`` with ``fmt`` and the tokenizer's chat template."""
-    rendered = fmt.render_messages(messages, tools)
+    """Render ``messages`` and ``tools`` with ``fmt`` and the tokenizer's chat template (the
+    format renders each tool's OpenAI dict: :meth:`~ooo_agent.offered.OfferedTool.to_openai`)."""
+    rendered = fmt.render_messages(messages, openai_tools(tools))
     try:
         text = tokenizer.apply_chat_template(rendered, tokenize=False, add_generation_prompt=True)
     except Exception as exc:

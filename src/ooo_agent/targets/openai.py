@@ -127,7 +127,7 @@ class OpenAITarget:
             "max_tokens": request.max_new_tokens,
         }
         if request.tools:
-            body["tools"] = [_plain(t) for t in request.tools]
+            body["tools"] = [_plain(t.to_openai()) for t in request.tools]
             body["tool_choice"] = _plain(request.tool_choice)
             body["parallel_tool_calls"] = request.parallel_tool_calls
         body.update(self.extra_body)
