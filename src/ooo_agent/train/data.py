@@ -2,11 +2,11 @@
 
 :func:`collect_requests` draws requests from BFCL's live categories (gold answers as calls)
 and the project's generators (``--generated``, ``--modifiers``, ``--agent``, ``--domains``,
-``--quantities``), dropping every request that offers a function of an evaluation category
-(``BFCL_EVAL_CATEGORIES``). :func:`target_row` renders each as a ``{"prompt", "completion"}``
-row: the conversation through the call format and chat template, then the calls (or the plain
-answer) and ``<|im_end|>``. ``requests.jsonl`` in the output folder feeds
-``ooo_agent.train.sidecar_data``. Options and the shipped runs: adapters/README.md.
+``--sessions``, ``--quantities``), dropping every request that offers a function of an
+evaluation category (``BFCL_EVAL_CATEGORIES``). :func:`target_row` renders each as a
+``{"prompt", "completion"}`` row: the conversation through the call format and chat template,
+then the calls (or the plain answer) and ``<|im_end|>``. ``requests.jsonl`` in the output
+folder feeds ``ooo_agent.train.sidecar_data``. Options and the shipped runs: adapters/README.md.
 
 Command line::
 
@@ -43,6 +43,7 @@ from ooo_agent.train.generated_agent import generate_agent_requests
 from ooo_agent.train.generated_domains import generate_domain_requests
 from ooo_agent.train.generated_modifiers import generate_modifier_requests
 from ooo_agent.train.generated_quantities import generate_quantity_requests
+from ooo_agent.train.generated_sessions import generate_session_requests
 
 __all__ = [
     "END_OF_TURN",
@@ -264,13 +265,15 @@ def collect_requests(
     live_irrelevance: bool = False,
     agent: int = 0,
     domains: int = 0,
+    sessions: int = 0,
 ) -> tuple[list[TrainRequest], dict[str, int]]:
     """Live BFCL requests + ``generated`` generated ones, decontaminated; a
     ``distractor_share`` of the single-tool live requests get similar tools added
     (:func:`add_distractors`). ``modifiers`` generated look-ups with named optional arguments
     join the pool (source ``modifiers``), ``quantities`` requests whose numbers must be
     converted (source ``quantities``), ``agent`` whole agent turns (source ``agent+KIND``),
-    ``domains`` stages of entity-toolset conversations (source ``agent+domain_KIND``) and, with
+    ``domains`` stages of entity-toolset conversations (source ``agent+domain_KIND``), every
+    move of ``sessions`` long multi-turn sessions (source ``sessions+KIND``) and, with
     ``live_irrelevance``, the live requests no
     offered tool fits (:func:`live_no_call_requests`, last, so that every draw without them
     is what it was).
@@ -284,6 +287,7 @@ def collect_requests(
     pool += generate_quantity_requests(quantities, seed=seed)
     pool += generate_agent_requests(agent, seed=seed)
     pool += generate_domain_requests(domains, seed=seed)
+    pool += generate_session_requests(sessions, seed=seed)
     if live_irrelevance:
         pool += live_no_call_requests(cache_dir)
     banned = evaluation_function_names(cache_dir) if banned is None else banned
@@ -356,6 +360,7 @@ def build_target_data(
     live_irrelevance: bool = False,
     agent: int = 0,
     domains: int = 0,
+    sessions: int = 0,
 ) -> DataStats:
     """Write ``train.jsonl``, ``eval.jsonl``, ``requests.jsonl`` and ``stats.json`` to ``out_dir``.
 
@@ -384,6 +389,7 @@ def build_target_data(
         live_irrelevance=live_irrelevance,
         agent=agent,
         domains=domains,
+        sessions=sessions,
     )
     stats = DataStats(
         dropped_contaminated=dropped["contaminated"],
@@ -539,6 +545,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "draw; source 'agent' in --mix",
     )
     parser.add_argument(
+        "--sessions",
+        type=int,
+        default=0,
+        help="long generated sessions (3-5 entity toolsets, 2-4 user turns; prompts of "
+        "2-4.5k tokens, so raise --max-prompt-tokens) whose every move is a row, to draw; "
+        "source 'sessions' in --mix",
+    )
+    parser.add_argument(
         "--live-irrelevance",
         action="store_true",
         help="add BFCL live_irrelevance's requests (no offered tool fits) as rows answered "
@@ -591,6 +605,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         live_irrelevance=args.live_irrelevance,
         agent=args.agent,
         domains=args.domains,
+        sessions=args.sessions,
         fmt=get_format(args.format),
     )
     print(json.dumps(asdict(stats), indent=2))
