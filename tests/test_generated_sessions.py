@@ -200,6 +200,21 @@ def test_each_answer_states_every_value_of_its_last_results() -> None:
     assert checked > 100
 
 
+def test_answers_name_only_what_the_conversation_said() -> None:
+    table = load_domains()
+    names = set(table["people"]) | {n for d in table["domains"] for n in d.get("names", ())}
+    checked = 0
+    for row in generate_session_requests(150, seed=6):
+        if not row.answer:
+            continue
+        seen = " ".join(_said(row.messages) + _results(row.messages))
+        named = {n for n in names if n in row.answer}
+        named |= set(re.findall(r"[\w.]+@[\w.]+\w", row.answer))
+        assert all(n in seen for n in named), (row.id, named, row.answer)
+        checked += bool(named)
+    assert checked > 50
+
+
 def test_no_held_out_agent_tool_nor_bfcl_multi_turn_function_or_question_is_generated() -> None:
     names = {t["function"]["name"] for t in _all_tools()}
     assert len(names) == 6 * len(load_sessions()["domains"])  # every tool name is its own

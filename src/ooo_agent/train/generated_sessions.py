@@ -34,9 +34,8 @@ from typing import Any
 
 from ooo_agent.train._tool_schema import load_table, tool_schema
 from ooo_agent.train.examples import TrainRequest
-from ooo_agent.train.generated_agent import _Convo, _Error, _join, _text
+from ooo_agent.train.generated_agent import _Convo, _Error, _join, _text, describe
 from ooo_agent.train.generated_domains import (
-    _answer_fields,
     _ask,
     _entity,
     _id_param,
@@ -172,6 +171,8 @@ class _Entity:
     name: str
     ident: str
     fields: dict[str, Any]
+    named: bool = False
+    """Whether the conversation has its name (the user said it, or a result gave it)."""
     read: bool = False
     logged: bool = False
     done: set[str] = field(default_factory=set)
@@ -186,8 +187,11 @@ class _Entity:
 
     @property
     def who(self) -> str:
-        """How an answer names it: ``the course Jazz Theory``, ``Ana Silva``."""
+        """How an answer names it: ``the course Jazz Theory``, ``Ana Silva``, or by its id
+        (``project PRJ-1234``) while the conversation has not seen its name."""
         noun = self.domain["noun"]
+        if not self.named:
+            return f"{noun} {self.ident}"
         return f"the {noun} {self.name}" if self.domain["key_kind"] == "name" else self.name
 
 
@@ -238,14 +242,15 @@ class _Session:
         used = sum(1 for noun, _ in self.names if noun == domain["noun"])
         return len(domain["names"]) - used
 
-    def entity(self, domain: dict[str, Any]) -> _Entity:
-        """A new entity of ``domain`` whose name and id no other entity of the session has."""
+    def entity(self, domain: dict[str, Any], *, named: bool = False) -> _Entity:
+        """A new entity of ``domain`` whose name and id no other entity of the session has;
+        ``named`` when the conversation will hold its name."""
         while True:
             name, ident, fields = _entity(self.rng, domain)
             if (domain["noun"], name) not in self.names and ident not in self.ids:
                 self.names.add((domain["noun"], name))
                 self.ids.add(ident)
-                return _Entity(domain, name, ident, fields)
+                return _Entity(domain, name, ident, fields, named=named)
 
 
 # -- turns ---------------------------------------------------------------------------------
@@ -303,6 +308,21 @@ def _details(session: _Session, entity: _Entity) -> Call:
     return session.name(entity.domain, "details"), {entity.id_param: entity.ident}
 
 
+def _answer_fields(
+    rng: random.Random, who: str, fields: dict[str, Any], result: dict[str, Any]
+) -> str:
+    """An answer that states the asked fields first, then every other value of the result;
+    ``who`` is written as given (an email keeps its case)."""
+    if rng.random() < 0.3:
+        return describe(rng, result, who)
+    ordered = {**fields, **{k: v for k, v in result.items() if k not in fields}}
+    facts = _join([f"the {_label(k)} is {_text(v)}" for k, v in ordered.items()])
+    forms = [f"For {who}, {facts}."]
+    if "@" not in who:
+        forms.append(f"{who[:1].upper()}{who[1:]}: {facts}.")
+    return rng.choice(forms)
+
+
 def _pick_fields(rng: random.Random, entity: _Entity) -> dict[str, Any]:
     pick = rng.sample(list(entity.fields), rng.choice([1, 1, 2]))
     return {f: entity.fields[f] for f in pick}
@@ -310,7 +330,7 @@ def _pick_fields(rng: random.Random, entity: _Entity) -> dict[str, Any]:
 
 def _lookup(session: _Session, domain: dict[str, Any]) -> _Turn:
     rng = session.rng
-    entity = session.entity(domain)
+    entity = session.entity(domain, named=True)
     asked = _pick_fields(rng, entity)
     text = _ask(rng, domain["noun"], entity.who, list(asked))
     read = _details(session, entity)
@@ -335,11 +355,12 @@ def _info(session: _Session, domain: dict[str, Any]) -> _Turn:
 
 def _act_turn(session: _Session, domain: dict[str, Any]) -> _Turn:
     rng = session.rng
-    entity = session.entity(domain)
+    by_id = rng.random() < 0.3  # by id: one step
+    entity = session.entity(domain, named=not by_id)
     key = rng.choice(_actions(session, entity))
     spec = _action_spec(domain, key)
     call, extra, result, answer = _act(session, entity, key)
-    if rng.random() < 0.3:  # by id: one step
+    if by_id:
         text = spec["verb_id"].format(id=entity.ident, **extra)
         return _Turn("act", text, [([call], [result], True)], answer, (entity, None))
     steps: list[Step] = [_find(session, entity), ([call], [result], True)]
@@ -351,7 +372,7 @@ def _act_turn(session: _Session, domain: dict[str, Any]) -> _Turn:
 
 def _lookup_act(session: _Session, domain: dict[str, Any]) -> _Turn:
     rng = session.rng
-    entity = session.entity(domain)
+    entity = session.entity(domain, named=True)
     asked = _pick_fields(rng, entity)
     key = rng.choice(_actions(session, entity))
     spec = _action_spec(domain, key)
@@ -414,7 +435,7 @@ def _list(session: _Session, domain: dict[str, Any]) -> _Turn:
         text = rng.choice(
             [f"List {count} of our {plural}.", f"Show me the latest {count} {plural} on record."]
         )
-    entities = [session.entity(domain) for _ in range(count)]
+    entities = [session.entity(domain, named=True) for _ in range(count)]
     shared = {k: v for k, v in arguments.items() if k != "limit"}
     for entity in entities:
         entity.fields.update(shared)
