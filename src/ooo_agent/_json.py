@@ -16,10 +16,12 @@ from typing import Any
 
 __all__ = [
     "MAX_DEPTH",
+    "finite_float",
     "json_path",
     "json_type_of",
     "not_json_data",
     "plain_json",
+    "reject_constant",
     "reject_duplicate_keys",
 ]
 
@@ -53,6 +55,19 @@ def reject_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise ValueError(f'the key "{_shown(key)}" appears twice in one object')
         out[key] = value
     return out
+
+
+def reject_constant(name: str) -> Any:
+    """``json.loads``'s ``parse_constant``: ``NaN`` and ``±Infinity`` are not JSON values."""
+    raise ValueError(f"{name} is not a JSON value")
+
+
+def finite_float(text: str) -> float:
+    """``json.loads``'s ``parse_float``: a number out of float range is an error, not ``inf``."""
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"the number {text[:20]} is out of range")
+    return value
 
 
 def _shown(text: str, limit: int = 40) -> str:

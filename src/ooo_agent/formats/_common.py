@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ooo_agent._json import reject_duplicate_keys
+from ooo_agent._json import finite_float, reject_constant, reject_duplicate_keys
 from ooo_agent.calls import CallError, CallErrorKind, RawCall
 from ooo_agent.errors import FormatError
 from ooo_agent.offered import ToolLike, openai_tools
@@ -194,19 +193,8 @@ def decode_json(text: str, start: int = 0) -> tuple[Any, int]:
         raise ValueError("nested too deeply") from exc
 
 
-def _not_a_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:20]} is out of range")
-    return value
-
-
 _DECODER = json.JSONDecoder(
-    object_pairs_hook=reject_duplicate_keys, parse_constant=_not_a_constant, parse_float=_finite
+    object_pairs_hook=reject_duplicate_keys, parse_constant=reject_constant, parse_float=finite_float
 )
 
 

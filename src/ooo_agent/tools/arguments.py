@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ooo_agent._json import MAX_DEPTH, json_path, not_json_data, plain_json, reject_duplicate_keys
+from ooo_agent._json import (
+    MAX_DEPTH,
+    finite_float,
+    json_path,
+    not_json_data,
+    plain_json,
+    reject_constant,
+    reject_duplicate_keys,
+)
 from ooo_agent.calls import CallErrorKind, ErrorDetail
 
 if TYPE_CHECKING:
@@ -39,17 +46,6 @@ class ArgumentsError:
     detail: str
     path: str = "$"
     """Where in the arguments the problem is."""
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"the number {text[:20]} is out of range")
-    return value
 
 
 def _json_hint(text: str, error: json.JSONDecodeError) -> str:
@@ -93,8 +89,8 @@ def _loads(text: str, lenient: bool) -> Any:
     return json.loads(
         text,
         strict=not lenient,
-        parse_constant=_reject_constant,
-        parse_float=_finite_float,
+        parse_constant=reject_constant,
+        parse_float=finite_float,
         object_pairs_hook=reject_duplicate_keys,
     )
 

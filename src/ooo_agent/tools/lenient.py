@@ -29,7 +29,7 @@ import math
 import re
 from typing import Any
 
-from ooo_agent._json import json_type_of, reject_duplicate_keys
+from ooo_agent._json import finite_float, json_type_of, reject_constant, reject_duplicate_keys
 from ooo_agent.tools.schema import resolve_ref
 
 __all__ = ["DESTRUCTIVE", "loosen"]
@@ -44,17 +44,6 @@ _INT_RE = re.compile(r"-?(?:0|[1-9][0-9]{0,29})", re.ASCII)
 _NUMBER_RE = re.compile(
     r"-?(?:0|[1-9][0-9]{0,29})(?:\.[0-9]{1,30})?(?:[eE][+-]?[0-9]{1,3})?", re.ASCII
 )
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError("out of range")
-    return value
 
 
 def _declared_types(schema: dict[str, Any]) -> set[str]:
@@ -88,8 +77,8 @@ def _convert(value: Any, types: set[str]) -> tuple[bool, Any]:
             try:
                 decoded = json.loads(
                     text,
-                    parse_constant=_reject_constant,
-                    parse_float=_finite_float,
+                    parse_constant=reject_constant,
+                    parse_float=finite_float,
                     object_pairs_hook=reject_duplicate_keys,
                 )
             except (ValueError, RecursionError):
