@@ -252,6 +252,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--direct-max-new-tokens", type=int, default=160)
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads")
     parser.add_argument(
+        "--prefix-cache-bytes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="memory for the wave prompts' prefixes kept between requests "
+        "(HFSidecar(prefix_cache_bytes=N); 0: none, every wave runs its whole prompt; "
+        "default: the sidecar's)",
+    )
+    parser.add_argument(
         "--dtype",
         default="auto",
         choices=("auto", "float32", "bfloat16"),
@@ -476,6 +485,7 @@ def _load_sidecar(args: argparse.Namespace) -> tuple[Any, Path | None]:
     options = {
         "num_threads": args.threads,
         "max_new_tokens": args.max_new_tokens,
+        "prefix_cache_bytes": args.prefix_cache_bytes,
         "options": WaveOptions(
             schedule="parallel",
             **wave_fields(args),
