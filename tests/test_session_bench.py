@@ -23,6 +23,7 @@ from ooo_agent.bench.session import (  # noqa: E402
     run_sessions,
     session_summary,
     session_table,
+    wave_table,
 )
 from ooo_agent.calls import RawCall  # noqa: E402
 from ooo_agent.tools import tool  # noqa: E402
@@ -200,3 +201,32 @@ def test_bfcl_conversations_execute_the_gold_calls_on_the_wheels_classes() -> No
     calls = [m["tool_calls"][0]["function"]["name"] for m in later.messages if m.get("tool_calls")]
     gold = [next(iter(r.item.gold[0])) for r in requests[: len(calls) + 1]]
     assert calls == gold[:-1] and set(gold) <= set(later.tool_names)
+
+
+def test_the_wave_table_splits_each_waves_time_and_says_what_is_left() -> None:
+    def record(source: str, place: int, **wave: float) -> SessionRecord:
+        return SessionRecord(
+            item_id=f"{source}#{place}", category=source, mode="ooo", position=place,
+            warmup=False, latency_s=1.0, generate_s=1.0, forward_passes=3, new_tokens=9,
+            prompt_tokens=50, prefill_tokens=10, prefill_s=0.1, decode_steps=3,
+            accepted_tokens=6, conversation=source, source=source, place=place,
+            sidecar_status="done", wave=dict(wave),
+        )  # fmt: skip
+
+    records = [
+        record("mine", 0, latency_s=0.9, prefill_s=0.5, choice_s=0.1, rows_s=0.2,
+               cached_tokens=0, prefill_tokens=400, row_tokens=30, hint_tokens_accepted=8),
+        record("mine", 1, latency_s=0.5, prefill_s=0.1, choice_s=0.1, rows_s=0.2,
+               cached_tokens=400, prefill_tokens=40, row_tokens=30, hint_tokens_accepted=6),
+    ]  # fmt: skip
+    console = Console(record=True, width=250)
+    console.print(wave_table(session_summary(records)))
+    cells = [[c.strip() for c in line.strip("│ ").split("│")]
+             for line in console.export_text().splitlines()]  # fmt: skip
+    lines = {c[0]: c[1:] for c in cells if c[0] in ("all", "mine", "follow-ups")}
+    # waves, wave s, prefill, choice, rows, other, cached, prefilled, row tok, accepted, late %
+    assert lines["all"] == ["2", "0.700", "0.300", "0.100", "0.200", "0.100", "200", "220.0",
+                            "30.0", "7.0", "0"]  # fmt: skip
+    assert lines["mine"] == lines["all"]
+    assert lines["follow-ups"] == ["1", "0.500", "0.100", "0.100", "0.200", "0.100", "400",
+                                   "40.0", "30.0", "6.0", "0"]  # fmt: skip

@@ -431,6 +431,44 @@ def session_table(summary: Mapping[str, Any], *, title: str = "") -> Any:
     return table
 
 
+def wave_table(summary: Mapping[str, Any], *, mode: str = "ooo") -> Any:
+    """Where ``mode``'s waves spend their time, per source and for follow-ups: the mean wave
+    (arrival to its last answer) split into shared-prompt prefill, tool choice, argument rows
+    and the rest, with the shared-prompt tokens served from cache and run, and the hint tokens
+    the target accepted."""
+    from rich.table import Table
+
+    table = Table(title=f"{mode} waves: where the time goes", title_justify="left")
+    columns = ("requests", "waves", "wave s", "prefill s", "choice s", "rows s", "other s",
+               "cached tok", "prefilled tok", "row tok", "hint tok accepted", "late %")  # fmt: skip
+    for column in columns:
+        table.add_column(column, justify="left" if column == "requests" else "right")
+
+    def cell(value: Any, spec: str = ".3f") -> str:
+        return "-" if value is None else format(value, spec)
+
+    groups = [("all", summary["modes"])]
+    groups += [(source, modes) for source, modes in summary.get("by_source", {}).items()]
+    groups.append(("follow-ups", summary["by_place"]["follow_up"]))
+    for label, modes in groups:
+        figures = modes.get(mode)
+        if not figures or not figures["waves"]:
+            continue
+        means = figures["wave_means"]
+        parts = [means.get(k) for k in ("prefill_s", "choice_s", "rows_s")]
+        wave = means.get("latency_s")
+        other = (
+            None if wave is None or None in parts else wave - sum(p for p in parts if p is not None)
+        )
+        table.add_row(
+            label, str(figures["waves"]), cell(wave), *(cell(p) for p in parts), cell(other),
+            cell(means.get("cached_tokens"), ".0f"), cell(means.get("prefill_tokens"), ".1f"),
+            cell(means.get("row_tokens"), ".1f"), cell(means.get("hint_tokens_accepted"), ".1f"),
+            cell(figures["late_waves_percent"], ".0f"),
+        )  # fmt: skip
+    return table
+
+
 # -- the command -----------------------------------------------------------------------------
 def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``ooo-agent bench session``."""
@@ -581,6 +619,7 @@ def _write(
     console = Console(soft_wrap=True, width=200)
     paths = write_report(records, summarize(records), Path(args.out), meta=meta, console=console)
     console.print(session_table(summary, title="session workload"))
+    console.print(wave_table(summary))
     if not summary["wave_prefill_reported"]:
         console.print("the sidecar reports no prefill figures of its wave: target only")
     console.print(json.dumps(summary.get("goals", {}), indent=1))
