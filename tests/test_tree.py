@@ -128,3 +128,22 @@ def test_buffer_cache_grows_past_its_first_capacity() -> None:
     assert cache_length(cache) == 300
     assert token == int(reference.argmax())
     assert torch.allclose(logits, reference, atol=1e-9)
+
+
+def test_a_grown_buffer_holds_at_most_a_quarter_more_than_its_tokens() -> None:
+    from ooo_agent.decoding.prefix_cache import cache_bytes
+
+    model = tiny_model("llama", seed=5)
+    verifier = TreeVerifier(model)
+    cache = new_cache()
+    prompt = [i % 90 + 1 for i in range(1100)]
+    logits = None
+    for end in (40, 300, 700, 1100):  # a conversation's turns, each prefilled after the last
+        past = cache_length(cache)
+        _, _, logits = verifier.prefill(cache, prompt[past:end], past)
+        capacity = cache.layers[0]._key_buffer.shape[-2]
+        assert end <= capacity <= max(end + 2 * 256, end * 5 // 4 + 256)
+        assert capacity % 256 == 0
+    assert cache_bytes(cache) // capacity * 2048 > cache_bytes(cache)  # doubling: 2048 slots
+    reference = model(input_ids=torch.tensor([prompt])).logits[0, -1]
+    assert logits is not None and torch.allclose(logits, reference, atol=1e-9)

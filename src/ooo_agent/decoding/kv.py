@@ -2,7 +2,7 @@
 
 Why not ``DynamicCache``: it concatenates the whole cache on every forward, so each decode
 step copies memory proportional to the context length. :class:`BufferLayer` writes new keys
-and values into a preallocated buffer (doubling when full) and hands the model a view of the
+and values into a preallocated buffer (grown by a quarter or more when full) and hands the model a view of the
 filled part, so a step costs only what the step adds. Unlike ``StaticCache`` the attention
 still runs over the real length, not a fixed maximum, and the 4-D mask stays ``P + T`` wide.
 
@@ -29,8 +29,18 @@ __all__ = ["BufferLayer", "cache_length", "compact_cache", "new_cache", "truncat
 _MIN_CAPACITY = 256
 
 
+def _grown(capacity: int, needed: int) -> int:
+    """A full buffer's next capacity: ``needed`` plus ``_MIN_CAPACITY`` free slots, at least a
+    quarter more than before, in multiples of ``_MIN_CAPACITY``. The growth is geometric, so
+    copying stays amortised O(1) per token, and a buffer kept in a prefix cache holds at most
+    a quarter (or ``_MIN_CAPACITY`` slots) more than its tokens, where doubling could hold
+    twice as many."""
+    target = max(needed + _MIN_CAPACITY, capacity + capacity // 4)
+    return -(-target // _MIN_CAPACITY) * _MIN_CAPACITY
+
+
 class BufferLayer(DynamicLayer):  # type: ignore[no-untyped-call]
-    """One layer's keys/values in a preallocated, doubling buffer.
+    """One layer's keys/values in a preallocated buffer that grows when full.
 
     ``keys`` / ``values`` are always views ``buffer[..., :length, :]``, so code that reads
     them (the attention, our compaction) sees a normal cache layer.
@@ -65,9 +75,7 @@ class BufferLayer(DynamicLayer):  # type: ignore[no-untyped-call]
         capacity = self._key_buffer.shape[-2]
         if needed <= capacity:
             return
-        while capacity < needed:
-            capacity *= 2
-        # Growing copies the cache once per doubling: amortised O(1) per token.
+        capacity = _grown(capacity, needed)
         new_keys = self._allocate(self._key_buffer, capacity)
         new_values = self._allocate(self._value_buffer, capacity)
         new_keys[..., : self._length, :] = self._key_buffer[..., : self._length, :]

@@ -27,9 +27,10 @@ from ooo_agent.decoding.kv import cache_length, new_cache, truncate_cache
 
 __all__ = ["DEFAULT_PREFIX_CACHE_BYTES", "PrefixCache", "PrefixHit", "PrefixMatch", "cache_bytes"]
 
-DEFAULT_PREFIX_CACHE_BYTES = 512 * 2**20
-"""The default budget: 512 MiB, about 11k tokens of SmolLM2-135M in float32 (46 KiB each),
-so a dozen ~900-token toolset prompts with their calls."""
+DEFAULT_PREFIX_CACHE_BYTES = 2 * 2**30
+"""The default budget: 2 GiB, about 45k tokens of SmolLM2-135M in float32 (45 KiB each): a
+few long agent conversations (a 5k-token BFCL multi-turn prompt with its growth room holds
+about 300 MB) beside dozens of ~900-token toolset prompts."""
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,7 @@ class HFSidecar:
         max_new_tokens: token budget per row (answers are short: an index or a JSON value).
         options: which rows a wave asks (:class:`~ooo_agent.sidecar._wave.WaveOptions`).
         prefix_cache_bytes: memory for the prompt prefixes kept between waves
-            (:attr:`prefix_cache`; None: 512 MiB; 0: none kept, every wave runs its whole
+            (:attr:`prefix_cache`; None: 2 GiB; 0: none kept, every wave runs its whole
             prompt).
     """
 

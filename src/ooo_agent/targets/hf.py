@@ -71,7 +71,7 @@ class HFTarget:
     Every mode decodes the same tokens. ``node_budget`` / ``max_draft_tokens`` (64) cap the
     drafted tree per step and each draft, ``min_gain`` drops unlikely nodes, ``memory_size``
     sizes the retrieval memory, ``num_threads`` sets torch's threads; ``prefix_reuse`` keeps
-    each call's KV in an LRU :attr:`prefix_cache` of ``prefix_cache_bytes`` (None: 512 MiB)
+    each call's KV in an LRU :attr:`prefix_cache` of ``prefix_cache_bytes`` (None: 2 GiB)
     and prefills only what follows the longest cached prefix (docs/architecture.md).
     ``constrain_names`` / ``constrain_json`` / ``constrain_arguments`` hold calls to the
     offered tools (:mod:`ooo_agent.decoding.constraint`); ``rules`` (or the shorthands
