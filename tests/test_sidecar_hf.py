@@ -750,6 +750,24 @@ def test_scores_equal_each_row_scored_alone(kind: str, split: bool, tokenizer: A
         gen.score(prompts, counts[:1])
 
 
+@pytest.mark.parametrize("kind", ["qwen3", "llama"])
+def test_scores_of_rows_sharing_their_start_equal_each_row_scored_alone(
+    kind: str, tokenizer: Any
+) -> None:
+    model = make_model(kind, len(tokenizer), seed=4)
+    gen = SharedPrefixGenerator(model, tokenizer)
+    base = _wave_prompts(gen, tokenizer)[0]
+    start = gen.encode(' {"name": "')
+    tails = [gen.encode(name) for name in ("get_weather", "get_time", "get", "book_flight")]
+    prompts = [base + start + tail for tail in tails]
+    prompts.append(base + start[:2])  # a row that ends inside the others' shared start
+    counts = [len(start) + len(tail) for tail in tails] + [2]
+    scores = gen.score(prompts, counts)
+    expected = [_logprob_alone(model, p, c) for p, c in zip(prompts, counts, strict=True)]
+    assert scores == pytest.approx(expected, abs=1e-4)
+    assert len(set(round(s, 3) for s in scores)) == len(scores)
+
+
 def _direct_call_scores(sidecar: HFSidecar, model: Any, messages: Any) -> list[float]:
     """Each tool name's direct-call start after ``messages``, every row scored alone."""
     from ooo_agent.sidecar.rows import build_wave_rows, direct_call_start

@@ -395,7 +395,12 @@ class _Run:
         return self._ordered()
 
     def score(self, counts: Sequence[int]) -> list[float]:
-        """Summed log-probabilities of each row's last ``counts[i]`` tokens (one forward)."""
+        """Summed log-probabilities of each row's last ``counts[i]`` tokens (one forward).
+
+        The rows' suffixes run as one trie after one copy of the shared prefix (batch one),
+        each token seeing the prefix and its own earlier tokens at the position it has alone:
+        the prefix is read once, not once per row, and a start the rows share runs once.
+        """
         import torch
 
         # The position before a row's first scored token must run in its suffix.
@@ -403,27 +408,66 @@ class _Run:
             common_prefix_length(self.prompts),
             min(len(p) - c for p, c in zip(self.prompts, counts, strict=True)) - 1,
         )
-        rows = list(range(len(self.prompts)))
         if self.prefix_cache is None:
-            cache = self._prefill_prefix(prefix_len, len(rows))
+            cache = self._prefill_prefix(prefix_len, 1)
         else:
             prefix = self._prefix(prefix_len)
-            cache = self._copies(prefix, prefix_len, len(rows))
+            cache = _repeated(prefix, 1, self.model.config)  # views: the forward copies
             self._keep(prefix_len, prefix)
-        ids, keep, positions = self._suffix_batch(prefix_len, rows)
-        self._count(rows_run=sum(len(p) - prefix_len for p in self.prompts))
-        hidden = self._forward(ids, keep, positions, cache, every_position=True)
-        width = ids.shape[1]
+        suffixes = [p[prefix_len:] for p in self.prompts]
+        ids, allowed, positions, paths = self._trie(prefix_len, suffixes)
+        self._count(rows_run=ids.shape[1])
+        hidden = self._forward(ids, None, positions, cache, every_position=True, allowed=allowed)
         scores: list[float] = []
         for row, count in enumerate(counts):
-            targets = torch.tensor(self.prompts[row][-count:], device=self.device)
-            # Position j predicts token j + 1: the scored tokens' predictors end one early.
-            logits = hidden[row, width - count - 1 : width - 1]
+            suffix, path = suffixes[row], paths[row]
+            targets = torch.tensor(suffix[-count:], device=self.device)
+            # The node of suffix[:k] predicts suffix[k]: the scored tokens' predictors.
+            predictors = path[len(suffix) - count - 1 : len(suffix) - 1]
+            logits = hidden[0, predictors]
             if self.head is not None:
                 logits = self.head(logits)
             logprobs = torch.log_softmax(logits.float(), dim=-1)
             scores.append(float(logprobs.gather(1, targets[:, None]).sum()))
         return scores
+
+    def _trie(
+        self, prefix_len: int, suffixes: Sequence[Sequence[int]]
+    ) -> tuple[Any, Any, Any, list[list[int]]]:
+        """``suffixes`` as one trie after the prefix: input ids ``[1, N]`` (a token shared by
+        several suffixes' starts runs once), allowed keys ``[1, N, prefix_len + N]`` (the
+        prefix, the node's ancestors and itself), positions (``prefix_len`` + depth), and
+        each suffix's node indices."""
+        import torch
+
+        nodes: list[int] = []
+        parents: list[int] = []
+        children: dict[tuple[int, int], int] = {}
+        paths: list[list[int]] = []
+        for suffix in suffixes:
+            parent, path = -1, []
+            for token in suffix:
+                node = children.get((parent, token))
+                if node is None:
+                    node = children[(parent, token)] = len(nodes)
+                    nodes.append(token)
+                    parents.append(parent)
+                path.append(node)
+                parent = node
+            paths.append(path)
+        total = len(nodes)
+        allowed = torch.zeros(1, total, prefix_len + total, dtype=torch.bool, device=self.device)
+        allowed[0, :, :prefix_len] = True
+        depth = [0] * total
+        for node in range(total):  # a parent always comes before its children
+            parent = parents[node]
+            if parent >= 0:
+                allowed[0, node, prefix_len:] = allowed[0, parent, prefix_len:]
+                depth[node] = depth[parent] + 1
+            allowed[0, node, prefix_len + node] = True
+        ids = torch.tensor([nodes], device=self.device)
+        positions = torch.tensor([[prefix_len + d for d in depth]], device=self.device)
+        return ids, allowed, positions, paths
 
     def _decode(self, cache: Any, prefix_len: int, rows: list[int]) -> None:
         """Run ``rows`` (global indices) to completion on ``cache`` (the prefix, one per row)."""
@@ -449,8 +493,10 @@ class _Run:
         every_position: bool = False,
         bans: Sequence[Sequence[int]] | None = None,
         rows: Sequence[int] = (),
+        allowed: Any = None,
     ) -> Any:
-        """One forward; ``keep`` ``[B, K]`` marks the key columns each row may see.
+        """One forward; ``keep`` ``[B, K]`` marks the key columns each row may see (causally),
+        unless ``allowed`` ``[B, T, K]`` gives each query's visible keys itself.
 
         Returns each row's greedy next token (never one of ``bans[b]`` for row ``b``; where
         the row's global index ``rows[b]`` has a constraint, the constraint's pick); with
@@ -460,14 +506,15 @@ class _Run:
         import torch
 
         self._check_cancel()
-        query_len = input_ids.shape[1]
-        key_len = keep.shape[1]
-        past = key_len - query_len
-        causal = torch.ones(query_len, key_len, dtype=torch.bool, device=self.device).tril(past)
-        allowed = keep[:, None, :] & causal[None]
-        # Each query always sees itself: a pad query that saw nothing would give NaN rows.
-        diagonal = torch.arange(query_len, device=self.device)
-        allowed[:, diagonal, past + diagonal] = True
+        if allowed is None:
+            query_len = input_ids.shape[1]
+            key_len = keep.shape[1]
+            past = key_len - query_len
+            causal = torch.ones(query_len, key_len, dtype=torch.bool, device=self.device)
+            allowed = keep[:, None, :] & causal.tril(past)[None]
+            # Each query always sees itself: a pad query that saw nothing would give NaN rows.
+            diagonal = torch.arange(query_len, device=self.device)
+            allowed[:, diagonal, past + diagonal] = True
         mask = torch.zeros(allowed.shape, dtype=self.mask_dtype, device=self.device)
         mask.masked_fill_(~allowed, torch.finfo(self.mask_dtype).min)
         inputs: dict[str, Any] = {
