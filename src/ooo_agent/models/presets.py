@@ -203,10 +203,10 @@ PRESETS: dict[str, Preset] = {
                 # another in the call, each reading the values before it: 4 for the second
                 # side of "sides 3, 4, and 5", not 5; "Australia" after the city "Sydney".
                 joint_values=True,
-                # Its rows put the dialogue first, as it was trained; "tools-first" lets the
-                # wave's prefix cache serve the listing and earlier turns, once it is trained
-                # so.
-                layout="dialogue-first",
+                # Its rows put the tool listing first, as it was trained: the wave's prefix
+                # cache serves the listing and the earlier turns to every request on the same
+                # tools.
+                layout="tools-first",
             ),
         ),
         Preset(
