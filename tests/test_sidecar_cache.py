@@ -173,7 +173,8 @@ def test_the_data_builder_writes_tools_first_rows_with_the_same_completions(
 def test_the_embedded_sidecar_keeps_the_layout_it_was_trained_on() -> None:
     from ooo_agent.models.presets import sidecar_wave_defaults
 
-    assert sidecar_wave_defaults("smollm2-135m-sidecar")["layout"] == "dialogue-first"
+    # v6 was trained on tools-first rows; the published Qwen3 adapter on the published ones.
+    assert sidecar_wave_defaults("smollm2-135m-sidecar")["layout"] == "tools-first"
     assert sidecar_wave_defaults("qwen3-0.6b-ooo-sidecar")["layout"] == "dialogue-first"
 
 
