@@ -2,8 +2,8 @@
 
 Why not ``DynamicCache``: it concatenates the whole cache on every forward, so each decode
 step copies memory proportional to the context length. :class:`BufferLayer` writes new keys
-and values into a preallocated buffer (grown by a quarter or more when full) and hands the model a view of the
-filled part, so a step costs only what the step adds. Unlike ``StaticCache`` the attention
+and values into a preallocated buffer (grown by a quarter or more when full) and hands the
+model a view of the filled part, so a step costs only what the step adds. Unlike ``StaticCache`` the attention
 still runs over the real length, not a fixed maximum, and the 4-D mask stays ``P + T`` wide.
 
 The cache is a stock ``transformers`` ``Cache`` whose layers are :class:`BufferLayer`, so any

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
-__all__ = ["TokenTree", "TreeBuilder", "TreeMaskCache"]
+__all__ = ["TokenTree", "TreeBuilder", "TreeMaskCache", "tree_visibility"]
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,21 @@ class TreeBuilder:
         )
 
 
+def tree_visibility(parents: Sequence[int]) -> tuple[torch.Tensor, list[int]]:
+    """``(visible [T, T] bool, depths)`` of a tree given each node's parent (``-1``: a root;
+    parents precede children): node i sees node j when j is i or one of its ancestors."""
+    size = len(parents)
+    visible = torch.zeros((size, size), dtype=torch.bool)
+    depths = [0] * size
+    for node, parent in enumerate(parents):
+        # Parents precede children, so the parent's row is already complete.
+        if parent >= 0:
+            visible[node] = visible[parent]
+            depths[node] = depths[parent] + 1
+        visible[node, node] = True
+    return visible, depths
+
+
 class TreeMaskCache:
     """Additive tree masks and depth offsets, computed once per tree shape (its parents).
 
@@ -143,16 +158,8 @@ class TreeMaskCache:
         if entry is not None:
             self._entries.move_to_end(parents)
             return entry
-        size = len(parents)
-        visible = torch.zeros((size, size), dtype=torch.bool)
-        depths = [0] * size
-        for node, parent in enumerate(parents):
-            # Parents precede children, so the parent's row is already complete.
-            if parent >= 0:
-                visible[node] = visible[parent]
-                depths[node] = depths[parent] + 1
-            visible[node, node] = True
-        tree_mask = torch.zeros((size, size), dtype=self.dtype)
+        visible, depths = tree_visibility(parents)
+        tree_mask = torch.zeros(visible.shape, dtype=self.dtype)
         tree_mask.masked_fill_(~visible, torch.finfo(self.dtype).min)
         entry = (
             tree_mask.to(self.device),

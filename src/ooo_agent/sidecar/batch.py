@@ -412,7 +412,7 @@ class _Run:
             cache = self._prefill_prefix(prefix_len, 1)
         else:
             prefix = self._prefix(prefix_len)
-            cache = _repeated(prefix, 1, self.model.config)  # views: the forward copies
+            cache = _repeated(prefix, 1, self.model.config)  # the kept prefix stays as it is
             self._keep(prefix_len, prefix)
         suffixes = [p[prefix_len:] for p in self.prompts]
         ids, allowed, positions, paths = self._trie(prefix_len, suffixes)
@@ -440,6 +440,8 @@ class _Run:
         each suffix's node indices."""
         import torch
 
+        from ooo_agent.decoding.tree import tree_visibility
+
         nodes: list[int] = []
         parents: list[int] = []
         children: dict[tuple[int, int], int] = {}
@@ -455,18 +457,12 @@ class _Run:
                 path.append(node)
                 parent = node
             paths.append(path)
+        visible, depths = tree_visibility(parents)
         total = len(nodes)
-        allowed = torch.zeros(1, total, prefix_len + total, dtype=torch.bool, device=self.device)
-        allowed[0, :, :prefix_len] = True
-        depth = [0] * total
-        for node in range(total):  # a parent always comes before its children
-            parent = parents[node]
-            if parent >= 0:
-                allowed[0, node, prefix_len:] = allowed[0, parent, prefix_len:]
-                depth[node] = depth[parent] + 1
-            allowed[0, node, prefix_len + node] = True
+        allowed = torch.ones(1, total, prefix_len + total, dtype=torch.bool, device=self.device)
+        allowed[0, :, prefix_len:] = visible.to(self.device)
         ids = torch.tensor([nodes], device=self.device)
-        positions = torch.tensor([[prefix_len + d for d in depth]], device=self.device)
+        positions = torch.tensor([[prefix_len + d for d in depths]], device=self.device)
         return ids, allowed, positions, paths
 
     def _decode(self, cache: Any, prefix_len: int, rows: list[int]) -> None:

@@ -130,12 +130,10 @@ def _check_prompt(example: Example) -> None:
 def tree_mask(parents: Sequence[int], dtype: torch.dtype) -> torch.Tensor:
     """The additive ``[1, 1, T, T]`` attention mask of a trie: 0 where node ``i`` may see node
     ``j`` (``j`` is ``i`` or one of its ancestors), ``finfo(dtype).min`` elsewhere."""
+    from ooo_agent.decoding.tree import tree_visibility
+
+    allowed, _ = tree_visibility(parents)
     count = len(parents)
-    allowed = torch.zeros((count, count), dtype=torch.bool)
-    for node, parent in enumerate(parents):
-        if parent >= 0:
-            allowed[node] = allowed[parent]
-        allowed[node, node] = True
     mask = torch.zeros((count, count), dtype=dtype)
     mask.masked_fill_(~allowed, torch.finfo(dtype).min)
     return mask[None, None]
